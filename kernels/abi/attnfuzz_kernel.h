@@ -1,0 +1,140 @@
+/* attnfuzz kernel ABI, version 1.
+ *
+ * The one interface every kernel under test implements: the built-in CPU
+ * kernels, our CUDA kernels, production adapters, and third-party plugins
+ * loaded with `--kernel-lib path.so`.  Plain C so that any toolchain can
+ * implement it.  A plugin exports
+ *
+ *     int attnfuzz_kernels(const afz_kernel** kernels, int* count);
+ *
+ * returning 0 and an array that stays valid until the library is unloaded.
+ *
+ * Tensors are logical [batch][head][seq][dim] arrays addressed through
+ * element strides, so BHSD, BSHD, packed-QKV views, padded rows and stride-0
+ * broadcasts are all the same struct.  Sequence b holds seqlens_q[b] queries
+ * and seqlens_k[b] keys; positions past those lengths are padding that a
+ * kernel must neither read (the harness poisons it with NaN) nor write.
+ */
+#ifndef ATTNFUZZ_KERNEL_H
+#define ATTNFUZZ_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AFZ_ABI_VERSION 1
+
+typedef enum afz_dtype {
+  AFZ_F32 = 0,
+  AFZ_F16 = 1,
+  AFZ_BF16 = 2,
+  AFZ_F8E4M3 = 3, /* reserved in the case format; no kernel claims it yet */
+  AFZ_U8 = 4,     /* boolean masks only: 1 = the key takes part */
+  AFZ_DTYPE_COUNT = 5
+} afz_dtype;
+
+/* Causal and sliding-window alignment (FlashAttention's convention).
+ * With offset = 0 (top-left) or seqlen_k - seqlen_q (bottom-right), key j is
+ * visible to query i iff  i + offset - window_left <= j <= i + offset + window_right,
+ * a negative window side meaning unbounded.  Causal is window (-1, 0). */
+typedef enum afz_align { AFZ_ALIGN_TOP_LEFT = 0, AFZ_ALIGN_BOTTOM_RIGHT = 1 } afz_align;
+
+typedef struct afz_tensor {
+  void* data;        /* element [b][h][s][d] lives at data + sum(index * stride) */
+  afz_dtype dtype;
+  int64_t stride[4]; /* in elements; 0 broadcasts */
+} afz_tensor;
+
+typedef struct afz_problem {
+  uint32_t abi_version;
+  int32_t batch, heads_q, heads_kv; /* heads_q % heads_kv == 0: GQA / MQA */
+  int32_t head_dim, head_dim_v;
+  int32_t max_seqlen_q, max_seqlen_k;  /* allocation extents */
+  const int32_t* seqlens_q;            /* [batch], each in [0, max_seqlen_q] */
+  const int32_t* seqlens_k;            /* [batch], each in [0, max_seqlen_k] */
+  float scale;                         /* multiplies q.k */
+  float softcap;                       /* 0: none; else s -> softcap * tanh(s / softcap) */
+  int32_t window_left, window_right;   /* -1: unbounded; causal is (-1, 0) */
+  int32_t has_window;                  /* 0: no causal/window mask at all */
+  afz_align align;
+  afz_tensor bool_mask;                /* AFZ_U8 [b][h][i][j] or data == NULL */
+  afz_tensor add_mask;                 /* AFZ_F32 [b][h][i][j] added after softcap, or NULL */
+  afz_tensor q, k, v;                  /* k, v: [b][heads_kv][j][d] */
+  afz_tensor o;                        /* [b][heads_q][i][dv], written by the kernel */
+  float* lse;                          /* [b][heads_q][i], natural log, or NULL */
+  int64_t lse_stride[3];
+  void* stream;                        /* cudaStream_t for GPU kernels, else NULL */
+} afz_problem;
+
+/* Capability flags: a kernel that lacks one declines such cases (unsupported). */
+enum {
+  AFZ_CAP_CAUSAL_TOP_LEFT = 1u << 0,
+  AFZ_CAP_CAUSAL_BOTTOM_RIGHT = 1u << 1,
+  AFZ_CAP_WINDOW = 1u << 2,
+  AFZ_CAP_BOOL_MASK = 1u << 3,
+  AFZ_CAP_ADD_MASK = 1u << 4,
+  AFZ_CAP_VARLEN = 1u << 5,     /* per-sequence lengths, zero allowed */
+  AFZ_CAP_GQA = 1u << 6,
+  AFZ_CAP_SOFTCAP = 1u << 7,
+  AFZ_CAP_LSE = 1u << 8,
+  AFZ_CAP_STRIDED = 1u << 9,    /* arbitrary strides, stride-0 broadcast */
+  AFZ_CAP_DV_NE_D = 1u << 10,   /* head_dim_v != head_dim */
+  AFZ_CAP_GPU = 1u << 11        /* pointers are device pointers */
+};
+
+typedef struct afz_caps {
+  uint32_t flags;
+  uint32_t in_dtypes;  /* bit (1 << afz_dtype) */
+  uint32_t out_dtypes;
+  int32_t min_head_dim, max_head_dim, head_dim_multiple;
+  int32_t max_seqlen; /* 0: no limit */
+} afz_caps;
+
+/* How the kernel computes, so the verdict can bound its rounding error. */
+typedef struct afz_precision {
+  afz_dtype score_dtype; /* q.k accumulation and softmax statistics */
+  afz_dtype p_dtype;     /* P is rounded to this before the P.V product */
+  afz_dtype acc_dtype;   /* accumulator of P.V and of l */
+  float exp_ulps;        /* error of the exponential, in ulps of score_dtype */
+  int32_t flush_subnormals; /* 1: subnormal P / exp results may flush to 0 */
+} afz_precision;
+
+typedef enum afz_masked_row_output {
+  AFZ_MASKED_ROW_ZERO = 0, /* O = 0, the exact limit of the empty sum */
+  AFZ_MASKED_ROW_NAN = 1   /* O = NaN (0/0), e.g. PyTorch's math backend */
+} afz_masked_row_output;
+
+typedef enum afz_empty_lse {
+  AFZ_EMPTY_LSE_NEG_INF = 0, /* log(0) */
+  AFZ_EMPTY_LSE_POS_INF = 1, /* FlashAttention's convention */
+  AFZ_EMPTY_LSE_NAN = 2
+} afz_empty_lse;
+
+typedef struct afz_conventions {
+  afz_masked_row_output masked_row_output;
+  afz_empty_lse empty_lse;
+} afz_conventions;
+
+typedef struct afz_kernel {
+  const char* name;
+  const char* description;
+  afz_caps caps;
+  afz_precision precision;
+  afz_conventions conventions;
+  /* 0 if the kernel takes the problem; else writes a one-line reason.  NULL: caps decide. */
+  int (*supports)(const struct afz_kernel* self, const afz_problem* p, char* reason, size_t reason_len);
+  /* 0 on success; else writes a one-line error (the harness records a crash verdict). */
+  int (*run)(const struct afz_kernel* self, const afz_problem* p, char* error, size_t error_len);
+  void* user;
+} afz_kernel;
+
+typedef int (*afz_get_kernels_fn)(const afz_kernel** kernels, int* count);
+#define AFZ_PLUGIN_SYMBOL "attnfuzz_kernels"
+
+#ifdef __cplusplus
+}
+#endif
+#endif
