@@ -36,6 +36,8 @@ struct OracleResult {
   std::vector<double> cond_tiny;       // [elem] sum_j |v_j| / l  (underflow and subtraction terms)
   std::vector<double> lse_cond_score;  // [row]  sum_j w_j sigma_j
   std::vector<double> max_abs_score;   // [row]  max_j |s_j| over visible keys
+  std::vector<double> max_sigma;       // [row]  max_j sigma_j over visible keys (bound's slack)
+  std::vector<int32_t> visible_keys;   // [row]  number of visible keys N
   // sigma_j = scale * sum_x |q_x k_jx| + |softcap| + |a_j|: the magnitude
   // that a kernel's rounding of the score s_j is proportional to.
   // The oracle's own error bound on o and lse (0 for the multiprecision
