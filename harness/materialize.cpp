@@ -304,4 +304,12 @@ std::vector<uint8_t> Materialized::output_bytes() const {
   return out;
 }
 
+bool Materialized::set_output_bytes(const std::vector<uint8_t>& bytes) {
+  const size_t lse_bytes = lse_storage_.size() * sizeof(float);
+  if (bytes.size() != o_storage_.size() + lse_bytes) return false;
+  std::memcpy(o_storage_.data(), bytes.data(), o_storage_.size());
+  std::memcpy(lse_storage_.data(), bytes.data() + o_storage_.size(), lse_bytes);
+  return true;
+}
+
 }  // namespace afz

@@ -64,6 +64,8 @@ class Materialized {
   uint64_t input_hash() const;
   // Snapshot / compare of the output bits (nondeterminism check).
   std::vector<uint8_t> output_bytes() const;
+  // Restores outputs from output_bytes() taken elsewhere (an isolated child).
+  bool set_output_bytes(const std::vector<uint8_t>& bytes);
 
  private:
   Case case_;

@@ -1,6 +1,69 @@
-// attnfuzz command line (subcommands are added in harness/cli/*.cpp).
-#include <cstdio>
-int main() {
-  std::puts("attnfuzz: the CLI is being assembled; see README.md");
-  return 2;
+// attnfuzz: finds correctness bugs in attention kernels.
+#include <fmt/core.h>
+
+#include <exception>
+
+#include "commands.h"
+
+namespace afz::cli {
+
+KernelRegistry Globals::registry() const {
+  KernelRegistry r = KernelRegistry::with_builtins();
+  for (const std::string& lib : kernel_libs) {
+    std::string err;
+    if (!r.load_library(lib, &err)) throw BadInput{err};
+  }
+  return r;
+}
+
+RunOptions Globals::run_options() const {
+  RunOptions o;
+  auto tier = parse_oracle_tier(oracle);
+  if (!tier) throw BadInput{"--oracle: unknown tier '" + oracle + "' (auto, fast, boost, mpfr)"};
+  o.oracle = *tier;
+  o.mpfr_bits = mpfr_bits;
+  o.isolate = isolate;
+  o.check_determinism = determinism;
+  o.timeout_s = timeout_s;
+  return o;
+}
+
+}  // namespace afz::cli
+
+int main(int argc, char** argv) {
+  using namespace afz::cli;
+  CLI::App app{"attnfuzz: finds correctness bugs in attention kernels"};
+  app.require_subcommand(1);
+  Globals g;
+  app.add_option("--kernel-lib", g.kernel_libs, "load kernels from a plugin shared library (repeatable)");
+  app.add_option("--oracle", g.oracle, "oracle tier: auto (fast + escalation), fast, boost, mpfr")->capture_default_str();
+  app.add_option("--mpfr-bits", g.mpfr_bits, "MPFR precision in bits")->capture_default_str()->check(CLI::Range(64, 4096));
+  app.add_flag("--isolate", g.isolate, "run each kernel call in a child process (crash and hang verdicts)");
+  app.add_flag("--determinism", g.determinism, "run each case twice and require identical bits");
+  app.add_option("--timeout", g.timeout_s, "seconds per kernel call before a hang verdict (with --isolate)")
+      ->capture_default_str();
+
+  std::vector<std::pair<CLI::App*, Action>> commands;
+  auto track = [&](Action a) { commands.emplace_back(app.get_subcommands().back(), std::move(a)); };
+  track(add_kernels_command(app, g));
+  track(add_run_command(app, g));
+  track(add_repro_command(app, g));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitBadInput;
+  }
+  try {
+    for (auto& [sub, action] : commands)
+      if (sub->parsed()) return action();
+  } catch (const BadInput& e) {
+    fmt::print(stderr, "attnfuzz: {}\n", e.message);
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "attnfuzz: {}\n", e.what());
+    return kExitBadInput;
+  }
+  return kExitBadInput;
 }

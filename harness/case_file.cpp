@@ -1,0 +1,62 @@
+#include "case_file.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "transforms.h"
+
+namespace afz {
+
+std::optional<Case> load_case_file(const std::string& path, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = path + ": cannot open the file";
+    return std::nullopt;
+  }
+  std::string text;
+  text.resize(kMaxCaseFileBytes + 1);
+  in.read(text.data(), std::streamsize(text.size()));
+  text.resize(size_t(in.gcount()));
+  if (text.size() > kMaxCaseFileBytes) {
+    *error = path + ": larger than " + std::to_string(kMaxCaseFileBytes) + " bytes; not a case file";
+    return std::nullopt;
+  }
+  ParseError pe;
+  std::optional<Case> c = parse_case(text, &pe);
+  if (!c) {
+    *error = pe.format(path);
+    return std::nullopt;
+  }
+  if (auto bad = validate_case(*c)) {
+    *error = bad->format(path);
+    return std::nullopt;
+  }
+  for (const Transform& t : c->transforms) {
+    if (std::string why = check_transform(t); !why.empty()) {
+      *error = ParseError{0, "transform", why}.format(path);
+      return std::nullopt;
+    }
+  }
+  return c;
+}
+
+bool save_case_file(const std::string& path, const Case& c, std::string* error) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << write_case(c);
+    out.flush();
+    if (!out) {
+      *error = tmp + ": cannot write";
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    *error = path + ": cannot rename the temporary file into place";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace afz

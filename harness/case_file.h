@@ -1,0 +1,19 @@
+// Loading case files from disk with one-line errors.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "case.h"
+
+namespace afz {
+
+inline constexpr size_t kMaxCaseFileBytes = 1 << 20;
+
+// Reads, parses and validates (syntax, semantics, transform names).  On
+// failure returns nullopt and sets *error to "file:line: field 'f': message".
+std::optional<Case> load_case_file(const std::string& path, std::string* error);
+// Writes atomically (temporary file + rename), so a kill mid-write never
+// leaves a truncated case behind.
+bool save_case_file(const std::string& path, const Case& c, std::string* error);
+
+}  // namespace afz

@@ -1,0 +1,58 @@
+// `attnfuzz kernels`: every kernel and what it supports.
+#include <fmt/core.h>
+
+#include "commands.h"
+#include "dtype.h"
+
+namespace afz::cli {
+namespace {
+
+std::string dtypes(uint32_t bits) {
+  std::string s;
+  for (int t = 0; t < AFZ_DTYPE_COUNT; ++t)
+    if (bits & (1u << t)) s += (s.empty() ? "" : ",") + std::string(dtype_name(afz_dtype(t)));
+  return s;
+}
+
+struct FlagName {
+  uint32_t flag;
+  const char* name;
+};
+constexpr FlagName kFlagNames[] = {
+    {AFZ_CAP_CAUSAL_TOP_LEFT, "causal-tl"}, {AFZ_CAP_CAUSAL_BOTTOM_RIGHT, "causal-br"},
+    {AFZ_CAP_WINDOW, "window"},             {AFZ_CAP_BOOL_MASK, "bool-mask"},
+    {AFZ_CAP_ADD_MASK, "add-mask"},         {AFZ_CAP_VARLEN, "varlen"},
+    {AFZ_CAP_GQA, "gqa"},                   {AFZ_CAP_SOFTCAP, "softcap"},
+    {AFZ_CAP_LSE, "lse"},                   {AFZ_CAP_STRIDED, "strided"},
+    {AFZ_CAP_DV_NE_D, "dv!=d"},             {AFZ_CAP_GPU, "gpu"},
+};
+
+}  // namespace
+
+std::string describe_capabilities(const afz_kernel& k) {
+  std::string flags;
+  for (const FlagName& f : kFlagNames)
+    if (k.caps.flags & f.flag) flags += (flags.empty() ? "" : " ") + std::string(f.name);
+  return fmt::format("in {} out {} d {}..{}{} | {} | P in {}, exp {} ulp | masked row -> {}, empty lse -> {}",
+                     dtypes(k.caps.in_dtypes), dtypes(k.caps.out_dtypes), k.caps.min_head_dim, k.caps.max_head_dim,
+                     k.caps.head_dim_multiple > 1 ? fmt::format(" step {}", k.caps.head_dim_multiple) : "", flags,
+                     dtype_name(k.precision.p_dtype), k.precision.exp_ulps,
+                     k.conventions.masked_row_output == AFZ_MASKED_ROW_ZERO ? "0" : "NaN",
+                     k.conventions.empty_lse == AFZ_EMPTY_LSE_NEG_INF   ? "-inf"
+                     : k.conventions.empty_lse == AFZ_EMPTY_LSE_POS_INF ? "+inf"
+                                                                        : "NaN");
+}
+
+Action add_kernels_command(CLI::App& app, Globals& g) {
+  app.add_subcommand("kernels", "list the kernels and what each supports");
+  return [&g]() {
+    const KernelRegistry r = g.registry();
+    for (const KernelEntry& e : r.entries()) {
+      fmt::print("{:<28} {:<8} {}\n", e.kernel->name, e.origin, e.kernel->description ? e.kernel->description : "");
+      fmt::print("{:<28} {}\n", "", describe_capabilities(*e.kernel));
+    }
+    return kExitOk;
+  };
+}
+
+}  // namespace afz::cli

@@ -1,0 +1,42 @@
+// The subcommands of `attnfuzz`; each registers itself on the CLI11 app.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "registry.h"
+#include "runner.h"
+
+namespace afz::cli {
+
+// Exit codes shared by every command.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailuresFound = 1;
+inline constexpr int kExitBadInput = 2;
+
+struct Globals {
+  std::vector<std::string> kernel_libs;
+  std::string oracle = "auto";
+  int mpfr_bits = 256;
+  bool isolate = false;
+  bool determinism = false;
+  double timeout_s = 60;
+
+  // Built lazily after parsing; errors are one line on stderr and exit 2.
+  KernelRegistry registry() const;
+  RunOptions run_options() const;
+};
+
+// Each returns the callback that runs the command after parsing.
+using Action = std::function<int()>;
+Action add_kernels_command(CLI::App& app, Globals& g);
+Action add_run_command(CLI::App& app, Globals& g);
+Action add_repro_command(CLI::App& app, Globals& g);
+
+// Thrown for bad input; main prints the message and exits 2.
+struct BadInput {
+  std::string message;
+};
+
+}  // namespace afz::cli
