@@ -22,6 +22,7 @@ enum class Poison { NaN, Inf, None };           // what fills padding and row ga
 struct MaskPattern {
   std::string kind;
   std::vector<int64_t> args;
+  bool operator==(const MaskPattern&) const = default;
 };
 
 // The additive mask puts `value` where the pattern masks and 0 elsewhere.
@@ -30,12 +31,14 @@ struct AddMask {
   MaskPattern pattern;
   AddValueKind value_kind = AddValueKind::NegInf;
   double value = 0;  // for Number
+  bool operator==(const AddMask&) const = default;
 };
 
 // A value distribution for one tensor: "normal SIGMA", "uniform A", "int R".
 struct Distribution {
   std::string kind = "normal";
   double param = 1.0;
+  bool operator==(const Distribution&) const = default;
 };
 
 // An adversarial transform applied to the logical tensors before rounding,
@@ -48,6 +51,7 @@ struct Transform {
       if (k == key) return v;
     return fallback;
   }
+  bool operator==(const Transform&) const = default;
 };
 
 struct Case {
@@ -91,6 +95,8 @@ struct ParseError {
 };
 
 // Parses the text format.  Never throws, never aborts, on any input bytes.
+// A parsed case has also passed validate_case, its errors pointed at the line
+// of the offending key.
 std::optional<Case> parse_case(std::string_view text, ParseError* error);
 // Writes the canonical text form; parse_case(write_case(c)) == c.
 std::string write_case(const Case& c);
