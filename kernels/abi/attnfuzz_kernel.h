@@ -93,10 +93,15 @@ typedef struct afz_caps {
   int32_t max_seqlen; /* 0: no limit */
 } afz_caps;
 
+/* p_dtype of a kernel that rounds P to the dtype of V, whatever the problem's
+ * (a tensor-core P.V GEMM takes both operands in the input dtype): the
+ * verdict reads the problem's v.dtype. */
+#define AFZ_P_DTYPE_OF_V ((afz_dtype)AFZ_DTYPE_COUNT)
+
 /* How the kernel computes, so the verdict can bound its rounding error. */
 typedef struct afz_precision {
   afz_dtype score_dtype; /* q.k accumulation and softmax statistics */
-  afz_dtype p_dtype;     /* P is rounded to this before the P.V product */
+  afz_dtype p_dtype;     /* P is rounded to this before the P.V product, or AFZ_P_DTYPE_OF_V */
   afz_dtype acc_dtype;   /* accumulator of P.V and of l */
   float exp_ulps;        /* error of the exponential, in ulps of score_dtype */
   int32_t flush_subnormals; /* 1: subnormal P / exp results may flush to 0 */
@@ -133,6 +138,12 @@ typedef struct afz_kernel {
 
 typedef int (*afz_get_kernels_fn)(const afz_kernel** kernels, int* count);
 #define AFZ_PLUGIN_SYMBOL "attnfuzz_kernels"
+
+/* A plugin also exports  uint32_t attnfuzz_abi_version(void)  returning the
+ * AFZ_ABI_VERSION it was compiled against, so that a library built for another
+ * layout of these structs is refused with a clear message, not misread. */
+typedef uint32_t (*afz_abi_version_fn)(void);
+#define AFZ_PLUGIN_ABI_SYMBOL "attnfuzz_abi_version"
 
 #ifdef __cplusplus
 }

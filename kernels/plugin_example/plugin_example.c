@@ -1,0 +1,88 @@
+/* A minimal attnfuzz kernel plugin in plain C: a naive two-pass softmax in
+ * fp32 for dense BHSD fp32 tensors, with LSE and nothing else (no masks, no
+ * varlen, no GQA).  Build it as a shared library and load it with
+ * `attnfuzz --kernel-lib libattnfuzz_plugin_example.so`.
+ *
+ * A plugin exports two symbols: attnfuzz_abi_version() and
+ * attnfuzz_kernels(); see kernels/abi/attnfuzz_kernel.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "attnfuzz_kernel.h"
+
+/* The test suite also builds this file with these overridden, to get
+ * deliberately broken plugins (wrong ABI version, no kernel table). */
+#ifndef PLUGIN_EXAMPLE_ABI_VERSION
+#define PLUGIN_EXAMPLE_ABI_VERSION AFZ_ABI_VERSION
+#endif
+
+static const float* row_f32(const afz_tensor* t, int b, int h, int s) {
+  return (const float*)t->data + b * t->stride[0] + h * t->stride[1] + s * t->stride[2];
+}
+
+static int naive_run(const afz_kernel* self, const afz_problem* p, char* error, size_t error_len) {
+  (void)self;
+  if (p->abi_version != AFZ_ABI_VERSION) {
+    snprintf(error, error_len, "problem ABI version %u, plugin expects %d", p->abi_version, AFZ_ABI_VERSION);
+    return 1;
+  }
+  float* s = (float*)malloc(sizeof(float) * (size_t)(p->max_seqlen_k > 0 ? p->max_seqlen_k : 1));
+  if (!s) {
+    snprintf(error, error_len, "out of memory");
+    return 1;
+  }
+  for (int b = 0; b < p->batch; ++b)
+    for (int h = 0; h < p->heads_q; ++h)
+      for (int i = 0; i < p->seqlens_q[b]; ++i) {
+        const int n = p->seqlens_k[b];
+        const int hk = h / (p->heads_q / p->heads_kv);
+        const float* q = row_f32(&p->q, b, h, i);
+        float m = -INFINITY, l = 0.0f;
+        /* Pass 1: scores and their max. */
+        for (int j = 0; j < n; ++j) {
+          const float* k = row_f32(&p->k, b, hk, j);
+          float dot = 0.0f;
+          for (int x = 0; x < p->head_dim; ++x) dot += q[x] * k[x];
+          s[j] = dot * p->scale;
+          if (s[j] > m) m = s[j];
+        }
+        /* Pass 2: exp-sum and P.V, with the max subtracted. */
+        float* o = (float*)p->o.data + b * p->o.stride[0] + h * p->o.stride[1] + i * p->o.stride[2];
+        for (int x = 0; x < p->head_dim_v; ++x) o[x] = 0.0f;
+        for (int j = 0; j < n; ++j) {
+          const float pj = expf(s[j] - m);
+          const float* v = row_f32(&p->v, b, hk, j);
+          l += pj;
+          for (int x = 0; x < p->head_dim_v; ++x) o[x] += pj * v[x];
+        }
+        /* No key at all: O = 0 (not 0/0), LSE = log 0. */
+        for (int x = 0; x < p->head_dim_v; ++x) o[x] = n > 0 ? o[x] / l : 0.0f;
+        if (p->lse)
+          p->lse[b * p->lse_stride[0] + h * p->lse_stride[1] + i * p->lse_stride[2]] =
+              n > 0 ? m + logf(l) : -INFINITY;
+      }
+  free(s);
+  return 0;
+}
+
+uint32_t attnfuzz_abi_version(void) { return PLUGIN_EXAMPLE_ABI_VERSION; }
+
+#ifndef PLUGIN_EXAMPLE_WITHOUT_KERNELS
+static const afz_kernel kPluginKernels[] = {{
+    "example.naive_fp32",
+    "plugin example: naive two-pass softmax in fp32, dense BHSD fp32 only",
+    {AFZ_CAP_LSE, 1u << AFZ_F32, 1u << AFZ_F32, 1, 1024, 1, 0},
+    {AFZ_F32, AFZ_F32, AFZ_F32, 1.0f, 0},
+    {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_NEG_INF},
+    NULL,
+    naive_run,
+    NULL,
+}};
+
+int attnfuzz_kernels(const afz_kernel** kernels, int* count) {
+  *kernels = kPluginKernels;
+  *count = (int)(sizeof kPluginKernels / sizeof kPluginKernels[0]);
+  return 0;
+}
+#endif

@@ -1,0 +1,216 @@
+#include "kernels/registry.h"
+
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+#include "harness/dtype.h"
+
+namespace afz {
+
+// Until kernels/mutants and kernels/cuda define these groups, weak empty
+// definitions keep everything linking; a strong definition elsewhere wins.
+// Caveat: the engine is a static archive, and the linker pulls an archive
+// member only to resolve an undefined symbol.  These weak definitions
+// resolve the calls below, so the strong definitions take effect only if
+// their object file is linked for another reason.  When the real groups
+// land, delete the matching stub here (that is the robust fix).
+__attribute__((weak)) void register_cpu_mutants(KernelRegistry&) {}
+__attribute__((weak)) void register_gpu_kernels(KernelRegistry&) {}
+
+KernelRegistry KernelRegistry::with_builtins() {
+  KernelRegistry r;
+  register_cpu_reference_kernels(r);
+  register_cpu_mutants(r);
+  register_gpu_kernels(r);
+  return r;
+}
+
+void KernelRegistry::add(const afz_kernel* k, std::string origin) {
+  if (!k || !k->name || !*k->name) throw std::invalid_argument("kernel without a name from " + origin);
+  if (!k->run) throw std::invalid_argument(std::string("kernel ") + k->name + " has no run function");
+  for (const KernelEntry& e : entries_)
+    if (std::string_view(e.kernel->name) == k->name)
+      throw std::invalid_argument(std::string("duplicate kernel name ") + k->name + " (from " + origin +
+                                  ", already from " + e.origin + ")");
+  entries_.push_back({k, std::move(origin)});
+}
+
+void KernelRegistry::add_all(const afz_kernel* ks, int n, const std::string& origin) {
+  for (int i = 0; i < n; ++i) add(&ks[i], origin);
+}
+
+const afz_kernel* KernelRegistry::find(const std::string& name) const {
+  for (const KernelEntry& e : entries_)
+    if (name == e.kernel->name) return e.kernel;
+  return nullptr;
+}
+
+namespace {
+
+std::string one_line(const char* s) {
+  std::string out = s ? s : "unknown error";
+  for (char& c : out)
+    if (c == '\n' || c == '\r') c = ' ';
+  return out;
+}
+
+}  // namespace
+
+// The library stays loaded for the life of the process once its kernels are
+// registered: the afz_kernel pointers point into it.
+bool KernelRegistry::load_library(const std::string& path, std::string* error) {
+  auto fail = [&](const std::string& why) {
+    if (error) *error = path + ": " + why;
+    return false;
+  };
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return fail("no such file");
+  // An absolute path: dlopen would search the library path for a bare name.
+  const std::string full = std::filesystem::absolute(path, ec).string();
+  void* handle = dlopen(full.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) return fail("cannot load: " + one_line(dlerror()));
+  auto fail_closed = [&](const std::string& why) {
+    dlclose(handle);
+    return fail(why);
+  };
+
+  auto version_fn = reinterpret_cast<afz_abi_version_fn>(dlsym(handle, AFZ_PLUGIN_ABI_SYMBOL));
+  if (!version_fn)
+    return fail_closed("missing symbol " AFZ_PLUGIN_ABI_SYMBOL " (not an attnfuzz kernel plugin?)");
+  if (const uint32_t v = version_fn(); v != AFZ_ABI_VERSION)
+    return fail_closed("built for kernel ABI version " + std::to_string(v) + ", attnfuzz speaks version " +
+                       std::to_string(AFZ_ABI_VERSION));
+  auto get_kernels = reinterpret_cast<afz_get_kernels_fn>(dlsym(handle, AFZ_PLUGIN_SYMBOL));
+  if (!get_kernels) return fail_closed("missing symbol " AFZ_PLUGIN_SYMBOL);
+
+  const afz_kernel* kernels = nullptr;
+  int count = 0;
+  if (const int rc = get_kernels(&kernels, &count); rc != 0)
+    return fail_closed(AFZ_PLUGIN_SYMBOL " returned " + std::to_string(rc));
+  if (!kernels || count <= 0) return fail_closed("the library provides no kernels");
+
+  // Check everything before adding anything: a rejected library leaves the
+  // registry as it was.
+  std::set<std::string> names;
+  for (int i = 0; i < count; ++i) {
+    const afz_kernel& k = kernels[i];
+    if (!k.name || !*k.name) return fail_closed("kernel #" + std::to_string(i) + " has no name");
+    if (!k.run) return fail_closed(std::string("kernel ") + k.name + " has no run function");
+    if (!names.insert(k.name).second)
+      return fail_closed(std::string("duplicate kernel name ") + k.name + " within the library");
+    for (const KernelEntry& e : entries_)
+      if (e.kernel->name == std::string_view(k.name))
+        return fail_closed(std::string("duplicate kernel name ") + k.name + " (already from " + e.origin + ")");
+  }
+  add_all(kernels, count, path);
+  return true;
+}
+
+namespace {
+
+std::string dtype_list_reason(const char* what, afz_dtype t) {
+  return std::string(what) + " dtype " + std::string(dtype_name(t)) + " not supported";
+}
+
+bool dtype_ok(uint32_t mask, afz_dtype t) { return unsigned(t) < 32 && (mask & (1u << unsigned(t))) != 0; }
+
+std::string head_dim_reason(const afz_caps& c, const char* what, int dim) {
+  if (dim < c.min_head_dim || dim > c.max_head_dim)
+    return std::string(what) + " " + std::to_string(dim) + " outside [" + std::to_string(c.min_head_dim) +
+           ", " + std::to_string(c.max_head_dim) + "]";
+  if (c.head_dim_multiple > 1 && dim % c.head_dim_multiple != 0)
+    return std::string(what) + " " + std::to_string(dim) + " not a multiple of " +
+           std::to_string(c.head_dim_multiple);
+  return "";
+}
+
+// Whether a tensor is laid out as the dense BHSD array of its extents; a
+// stride only matters along an extent above 1.
+bool dense_bhsd(const afz_tensor& t, const int64_t (&extent)[4]) {
+  int64_t expect = 1;
+  for (int a = 3; a >= 0; --a) {
+    if (extent[a] > 1 && t.stride[a] != expect) return false;
+    expect *= extent[a];
+  }
+  return true;
+}
+
+bool is_varlen(const afz_problem& p) {
+  for (int b = 0; b < p.batch; ++b)
+    if (p.seqlens_q[b] != p.max_seqlen_q || p.seqlens_k[b] != p.max_seqlen_k || p.seqlens_q[b] == 0 ||
+        p.seqlens_k[b] == 0)
+      return true;
+  return false;
+}
+
+}  // namespace
+
+// Alignment: a kernel's alignment flags (CAUSAL_TOP_LEFT / _BOTTOM_RIGHT)
+// state its convention for windows as well, so a window needs AFZ_CAP_WINDOW
+// and the flag of its alignment.  Strides: without AFZ_CAP_STRIDED, q, k, v, o
+// (and lse) must be dense BHSD; masks are always read through their strides
+// by a kernel that claims them.  LSE is not a reason to decline: the harness
+// passes lse = NULL to a kernel without AFZ_CAP_LSE.
+std::string unsupported_reason(const afz_kernel& k, const afz_problem& p) {
+  const afz_caps& c = k.caps;
+  auto has = [&](uint32_t flag) { return (c.flags & flag) != 0; };
+
+  for (auto [what, t] : {std::pair{"q", &p.q}, std::pair{"k", &p.k}, std::pair{"v", &p.v}})
+    if (!dtype_ok(c.in_dtypes, t->dtype)) return dtype_list_reason(what, t->dtype);
+  if (!dtype_ok(c.out_dtypes, p.o.dtype)) return dtype_list_reason("output", p.o.dtype);
+
+  if (std::string r = head_dim_reason(c, "head_dim", p.head_dim); !r.empty()) return r;
+  if (std::string r = head_dim_reason(c, "head_dim_v", p.head_dim_v); !r.empty()) return r;
+  if (p.head_dim_v != p.head_dim && !has(AFZ_CAP_DV_NE_D)) return "head_dim_v != head_dim (AFZ_CAP_DV_NE_D)";
+
+  if (p.has_window) {
+    const bool bottom_right = p.align == AFZ_ALIGN_BOTTOM_RIGHT;
+    const uint32_t align_flag = bottom_right ? AFZ_CAP_CAUSAL_BOTTOM_RIGHT : AFZ_CAP_CAUSAL_TOP_LEFT;
+    const char* align_name = bottom_right ? "bottom-right" : "top-left";
+    const bool causal = p.window_left < 0 && p.window_right == 0;
+    if (!causal && !has(AFZ_CAP_WINDOW)) return "sliding window (AFZ_CAP_WINDOW)";
+    if (!has(align_flag))
+      return std::string(causal ? "causal mask" : "window") + " with " + align_name + " alignment (" +
+             (bottom_right ? "AFZ_CAP_CAUSAL_BOTTOM_RIGHT" : "AFZ_CAP_CAUSAL_TOP_LEFT") + ")";
+  }
+  if (p.bool_mask.data && !has(AFZ_CAP_BOOL_MASK)) return "boolean mask (AFZ_CAP_BOOL_MASK)";
+  if (p.add_mask.data && !has(AFZ_CAP_ADD_MASK)) return "additive mask (AFZ_CAP_ADD_MASK)";
+  if (!has(AFZ_CAP_VARLEN) && p.seqlens_q && p.seqlens_k && is_varlen(p))
+    return "variable or zero sequence lengths (AFZ_CAP_VARLEN)";
+  if (p.heads_q != p.heads_kv && !has(AFZ_CAP_GQA)) return "heads_q != heads_kv (AFZ_CAP_GQA)";
+  if (p.softcap != 0.0f && !has(AFZ_CAP_SOFTCAP)) return "softcap (AFZ_CAP_SOFTCAP)";
+
+  if (!has(AFZ_CAP_STRIDED)) {
+    const int64_t q_ext[4] = {p.batch, p.heads_q, p.max_seqlen_q, p.head_dim};
+    const int64_t k_ext[4] = {p.batch, p.heads_kv, p.max_seqlen_k, p.head_dim};
+    const int64_t v_ext[4] = {p.batch, p.heads_kv, p.max_seqlen_k, p.head_dim_v};
+    const int64_t o_ext[4] = {p.batch, p.heads_q, p.max_seqlen_q, p.head_dim_v};
+    if (!dense_bhsd(p.q, q_ext) || !dense_bhsd(p.k, k_ext) || !dense_bhsd(p.v, v_ext) ||
+        !dense_bhsd(p.o, o_ext))
+      return "strides other than dense BHSD (AFZ_CAP_STRIDED)";
+    if (p.lse) {
+      afz_tensor lse{};
+      for (int a = 0; a < 3; ++a) lse.stride[a + 1] = p.lse_stride[a];
+      const int64_t lse_ext[4] = {1, p.batch, p.heads_q, p.max_seqlen_q};
+      if (!dense_bhsd(lse, lse_ext)) return "LSE strides other than dense (AFZ_CAP_STRIDED)";
+    }
+  }
+  if (c.max_seqlen > 0 && (p.max_seqlen_q > c.max_seqlen || p.max_seqlen_k > c.max_seqlen))
+    return "sequence length " + std::to_string(std::max(p.max_seqlen_q, p.max_seqlen_k)) + " above the kernel's " +
+           std::to_string(c.max_seqlen);
+
+  if (k.supports) {
+    char reason[256] = {0};
+    if (k.supports(&k, &p, reason, sizeof reason) != 0) {
+      reason[sizeof reason - 1] = '\0';
+      std::string why = one_line(reason);
+      return why.empty() ? std::string(k.name) + " declines the problem" : why;
+    }
+  }
+  return "";
+}
+
+}  // namespace afz
