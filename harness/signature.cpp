@@ -1,0 +1,96 @@
+#include "signature.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "dtype.h"
+
+namespace afz {
+namespace {
+
+// Bucket upper bounds for the shape class.  Edges sit at the block sizes
+// kernels tile with (16, 64, 128), so "fits in one block" and "needs two"
+// land in different buckets.
+constexpr int kLengthBuckets[] = {0, 1, 16, 64, 128, 512, 2048};
+
+std::string bucket(int n) {
+  for (int b : kLengthBuckets)
+    if (n <= b) return std::to_string(b);
+  return "big";
+}
+
+std::string_view layout_name(Layout l) {
+  switch (l) {
+    case Layout::BSHD: return "bshd";
+    case Layout::PackedQKV: return "packed_qkv";
+    default: return "bhsd";
+  }
+}
+
+std::string_view add_value_name(const AddMask& a) {
+  switch (a.value_kind) {
+    case AddValueKind::NegInf: return "-inf";
+    case AddValueKind::Lowest: return "lowest";
+    default: return "number";
+  }
+}
+
+}  // namespace
+
+uint64_t fnv1a64(std::string_view bytes) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char ch : bytes) {
+    h ^= ch;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::vector<std::string> case_features(const Case& c) {
+  std::vector<std::string> f;
+  f.push_back("dtype=" + std::string(dtype_name(c.in_dtype)));
+  if (c.out_dtype != c.in_dtype) f.push_back("out=" + std::string(dtype_name(c.out_dtype)));
+  if (c.has_window) {
+    const bool causal = c.window_left == -1 && c.window_right == 0;
+    const char* align = c.align == AFZ_ALIGN_TOP_LEFT ? "tl" : "br";
+    f.push_back(fmt::format("{}_{}", causal ? "causal" : "window", align));
+  }
+  if (c.bool_mask) f.push_back("bool_mask:" + c.bool_mask->kind);
+  if (c.add_mask) f.push_back("add_mask:" + std::string(add_value_name(*c.add_mask)));
+  if (c.softcap != 0) f.push_back("softcap");
+  if (c.heads_q > c.heads_kv) f.push_back(c.heads_kv == 1 ? "mqa" : "gqa");
+  if (std::adjacent_find(c.seqlens_q.begin(), c.seqlens_q.end(), std::not_equal_to<>()) != c.seqlens_q.end() ||
+      std::adjacent_find(c.seqlens_k.begin(), c.seqlens_k.end(), std::not_equal_to<>()) != c.seqlens_k.end())
+    f.push_back("varlen");
+  const auto zero = [](const std::vector<int32_t>& s) { return std::find(s.begin(), s.end(), 0) != s.end(); };
+  if (zero(c.seqlens_q) || zero(c.seqlens_k)) f.push_back("empty_seq");
+  if (c.head_dim != c.head_dim_v) f.push_back("dv!=d");
+  if (c.layout != Layout::BHSD) f.push_back("layout:" + std::string(layout_name(c.layout)));
+  if (c.row_gap) f.push_back("row_gap");
+  if (c.kv_broadcast == KvBroadcast::Heads) f.push_back("kv_broadcast:heads");
+  if (c.kv_broadcast == KvBroadcast::Batch) f.push_back("kv_broadcast:batch");
+  if (c.poison == Poison::Inf) f.push_back("poison:inf");
+  if (c.poison == Poison::None) f.push_back("poison:none");
+  for (const Transform& t : c.transforms) f.push_back("t:" + t.name);
+  std::sort(f.begin(), f.end());
+  f.erase(std::unique(f.begin(), f.end()), f.end());
+  return f;
+}
+
+std::string shape_class(const Case& c) {
+  return "q" + bucket(c.max_seqlen_q()) + ".k" + bucket(c.max_seqlen_k());
+}
+
+std::string Signature::text() const {
+  std::string feats;
+  for (const std::string& f : features) feats += (feats.empty() ? "" : ",") + f;
+  return fmt::format("{}|{}|{}|{}", kernel, verdict_name(verdict), feats, shape);
+}
+
+std::string Signature::short_hash() const { return fmt::format("{:016x}", fnv1a64(text())); }
+
+Signature signature_of(const std::string& kernel, VerdictClass verdict, const Case& c) {
+  return {kernel, verdict, case_features(c), shape_class(c)};
+}
+
+}  // namespace afz

@@ -1,0 +1,153 @@
+// The report data model: everything a campaign, a mutant run, a replay or
+// an audit learned, independent of how it is shown.  report.json is its
+// direct serialization (report_json.cpp); the HTML page, JUnit XML, SARIF
+// and `report merge` are further views of the same struct.
+//
+// report.json, schema "attnfuzz-report" version 1 (kReportSchemaVersion):
+//   schema, schema_version
+//   run:        kind (campaign | replay | mutants | audit), command, attnfuzz_version,
+//               started_utc, seed, first_case, cases, case_limit (-1: none),
+//               time_limit_s (-1: none), stop_reason (cases | time | corpus),
+//               jobs, oracle, classes ("name=weight,..."), corpus, wall_s
+//   kernels:    [{name, origin, description, conventions {masked_row_output: zero|nan,
+//               empty_lse: -inf|+inf|nan}, kernel_s}]
+//   generators: [{name, weight, cases}]
+//   counts:     [{kernel, generator, cases, pass, unsupported, failed,
+//               by_verdict {VERDICT: n, ...}}]  one per kernel x class that ran
+//   failures:   [{kernel, verdict, signature, raw_signature, status (new | smaller | known),
+//               generator, seed, case_index, occurrences, detail, worst {...},
+//               case_file, repro, case_text, minimize {from_elements, to_elements,
+//               runs, seconds, exhausted}}]
+//   timing:     {generate_s, oracle_s, kernel_s, judge_s, minimize_s, wall_s, cases_per_second}
+//   cases:      [{i, g, v: [VERDICT per kernel, in the order of `kernels`]}]
+//   errors:     ["one line", ...]   cases that could not be generated or run
+//   summary:    {verdict: pass | fail, new_failures, known_failures, failing_cases}
+// Verdict names are verdict_name()'s.  Floating-point values that must stay
+// exact or may be non-finite (worst element values) are written twice:
+// as a JSON number (null when not finite) and as a C99 hex string.
+// Readers must ignore keys they do not know; a change that removes or
+// retypes a key bumps schema_version.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "verdict.h"
+
+namespace afz {
+
+inline constexpr int kReportSchemaVersion = 1;
+inline constexpr const char* kReportSchemaName = "attnfuzz-report";
+inline constexpr const char* kAttnfuzzVersion = "0.1.0";
+// VerdictClass runs from Pass to Hang (the most severe, last).
+inline constexpr int kVerdictClassCount = int(VerdictClass::Hang) + 1;
+
+struct ReportRun {
+  std::string kind = "campaign";
+  std::string command;
+  std::string attnfuzz_version = kAttnfuzzVersion;
+  std::string started_utc;      // ISO 8601, e.g. 2025-01-31T12:00:00Z
+  uint64_t seed = 0;
+  int64_t first_case = 0;
+  int64_t cases = 0;            // cases run
+  int64_t case_limit = -1;
+  double time_limit_s = -1;
+  std::string stop_reason;
+  int jobs = 1;
+  std::string oracle;
+  std::string classes;
+  std::string corpus;
+  double wall_s = 0;
+};
+
+struct ReportKernel {
+  std::string name, origin, description;
+  std::string masked_row_output;  // "zero" | "nan"
+  std::string empty_lse;          // "-inf" | "+inf" | "nan"
+  double kernel_s = 0;
+};
+
+struct ReportGenerator {
+  std::string name;
+  int weight = 0;
+  int64_t cases = 0;
+};
+
+// Verdict counts of one kernel over one generator class.
+struct ReportCell {
+  std::string kernel, generator;
+  int64_t cases = 0;
+  std::array<int64_t, kVerdictClassCount> by_verdict{};
+  int64_t count(VerdictClass c) const { return by_verdict[size_t(c)]; }
+  int64_t failed() const;
+};
+
+struct ReportMinimize {
+  int64_t from_elements = 0, to_elements = 0;
+  int runs = 0;
+  double seconds = 0;
+  bool exhausted = false;
+};
+
+// One failure signature: its minimized repro and how it was found.
+struct ReportFailure {
+  std::string kernel;
+  VerdictClass verdict = VerdictClass::Pass;
+  std::string signature;        // of the minimized case
+  std::string raw_signature;    // of the case as generated
+  std::string status;           // new | smaller | known
+  std::string generator;
+  uint64_t seed = 0;
+  int64_t case_index = -1;      // -1: not from this run's generator (replay)
+  int64_t occurrences = 0;      // failing cases of this run with this signature
+  std::string detail;
+  WorstElement worst;
+  std::string case_file;        // where the repro is saved ("" if nowhere)
+  std::string repro;            // the exact command
+  std::string case_text;        // the minimized case file
+  ReportMinimize minimize;
+  bool is_new() const { return status == "new"; }
+};
+
+// Per-case verdicts, the raw material of counts and of merging shards.
+struct ReportCase {
+  int64_t index = 0;
+  std::string generator;
+  std::vector<VerdictClass> verdicts;  // per kernel, in Report::kernels order
+};
+
+struct ReportTiming {
+  double generate_s = 0, oracle_s = 0, kernel_s = 0, judge_s = 0, minimize_s = 0, wall_s = 0;
+  double cases_per_second = 0;
+};
+
+struct Report {
+  ReportRun run;
+  std::vector<ReportKernel> kernels;
+  std::vector<ReportGenerator> generators;
+  std::vector<ReportCell> cells;
+  std::vector<ReportFailure> failures;
+  ReportTiming timing;
+  std::vector<ReportCase> cases;
+  std::vector<std::string> errors;
+
+  ReportCell& cell(const std::string& kernel, const std::string& generator);
+  int64_t new_failures() const;
+  int64_t known_failures() const;
+  int64_t failing_cases() const;  // cases where at least one kernel failed
+  bool passed() const { return failures.empty() && errors.empty(); }
+};
+
+std::optional<VerdictClass> parse_verdict_name(std::string_view name);
+
+// report.json text (2-space indented, keys in schema order).
+std::string report_to_json(const Report& r);
+// Reads report.json back (for merge and tests).  nullopt and a one-line
+// *error for malformed text, another schema or a newer schema version.
+std::optional<Report> report_from_json(std::string_view text, std::string* error);
+// Writes DIR/report.json atomically, creating DIR.
+bool write_report_json(const Report& r, const std::string& dir, std::string* error);
+
+}  // namespace afz
