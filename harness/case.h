@@ -56,7 +56,7 @@ struct Transform {
 
 struct Case {
   std::string kernel;                   // optional: which kernel a saved failure belongs to
-  std::vector<std::string> provenance;  // "# provenance: ..." lines, kept verbatim
+  std::vector<std::string> provenance;  // TEXT of each "# provenance: TEXT" line, in order
 
   int batch = 1, heads_q = 1, heads_kv = 1;
   std::vector<int32_t> seqlens_q{1}, seqlens_k{1};  // one per sequence

@@ -273,7 +273,7 @@ std::string check_kernel_name(std::string_view name) {
   if (name.size() > size_t(kMaxKernelName))
     return "kernel name is " + std::to_string(name.size()) + " characters long; at most " +
            std::to_string(kMaxKernelName);
-  for (char ch : name)
+  for (const unsigned char ch : name)
     if (ch <= ' ' || ch >= 0x7f || ch == '#')
       return "kernel name '" + quote(name) + "' must be printable ASCII without spaces or '#'";
   return {};

@@ -631,6 +631,17 @@ TEST(CaseIo, MaxSeqlenIsOverSequences) {
   EXPECT_EQ(c.max_seqlen_q(), 0);
 }
 
+TEST(CaseIo, SpecificationExampleParses) {
+  // The first code block of corpora/README.md is a complete case file.
+  const std::string spec = read_file(fs::path(ATTNFUZZ_SOURCE_DIR) / "corpora/README.md");
+  const size_t open = spec.find("```\n", spec.find("## An example"));
+  ASSERT_NE(open, std::string::npos);
+  const size_t close = spec.find("```", open + 4);
+  const Case c = parse_ok(spec.substr(open + 4, close - open - 4));
+  EXPECT_EQ(c.seqlens_k, (std::vector<int32_t>{8191, 0, 1, 4097}));
+  EXPECT_EQ(c.provenance.size(), 1u);
+}
+
 TEST(CaseIo, FuzzDictionaryHoldsTheWholeVocabulary) {
   // tests/fuzz/case.dict lists the format's words for libFuzzer; a word
   // added to a table here must reach it.
