@@ -101,6 +101,8 @@ class TestProblem {
   // pipeline's steps done in double.  rows(b, h, i) -> dv outputs and LSE.
   struct Reference {
     std::vector<double> o, lse, cond;  // cond: sum p|v| / sum p per element
+    std::vector<double> score_mag;     // per row: max over visible keys of scale sum|q k| + |cap| + |a|
+    std::vector<int> keys;             // per row: visible keys
     std::vector<bool> empty;
   };
   Reference reference() const {
@@ -110,22 +112,34 @@ class TestProblem {
     r.cond.assign(rows * s_.dv, 0.0);
     r.lse.assign(rows, -std::numeric_limits<double>::infinity());
     r.empty.assign(rows, true);
+    r.score_mag.assign(rows, 0.0);
+    r.keys.assign(rows, 0);
     const int group = s_.heads_q / s_.heads_kv;
     for (int b = 0; b < s_.batch; ++b)
       for (int h = 0; h < s_.heads_q; ++h)
         for (int i = 0; i < s_.seqlens_q[b]; ++i) {
           const int64_t row = lse_index(b, h, i);
           std::vector<double> sc(s_.seqlens_k[b], -std::numeric_limits<double>::infinity());
+          std::vector<double> mag(s_.seqlens_k[b], 0.0);
           double m = -std::numeric_limits<double>::infinity();
           for (int j = 0; j < s_.seqlens_k[b]; ++j) {
             if (!visible(b, i, j)) continue;
+            const double a = s_.add_mask ? double(s_.add_mask(b, i, j)) : 0.0;
+            if (a == -std::numeric_limits<double>::infinity()) continue;  // masked by the additive mask
             double dot = 0;
-            for (int x = 0; x < s_.d; ++x) dot += q(b, h, i, x) * k(b, h / group, j, x);
+            for (int x = 0; x < s_.d; ++x) {
+              dot += q(b, h, i, x) * k(b, h / group, j, x);
+              mag[j] += std::fabs(q(b, h, i, x) * k(b, h / group, j, x));
+            }
             double sj = dot * double(p_.scale);
             if (s_.softcap != 0) sj = double(s_.softcap) * std::tanh(sj / double(s_.softcap));
-            if (s_.add_mask) sj += double(s_.add_mask(b, i, j));
+            sj += a;
             sc[j] = sj;
+            // What an fp32 score pipeline rounds: the products, the scaled
+            // sum, the softcap, and the final sum with the mask.
+            mag[j] = mag[j] * std::fabs(double(p_.scale)) + s_.softcap + std::fabs(sj);
             m = std::max(m, sj);
+            r.keys[row] += 1;
           }
           if (m == -std::numeric_limits<double>::infinity()) continue;
           r.empty[row] = false;
@@ -133,6 +147,9 @@ class TestProblem {
           std::vector<double> acc(s_.dv, 0.0), cond(s_.dv, 0.0);
           for (int j = 0; j < s_.seqlens_k[b]; ++j) {
             const double pj = std::exp(sc[j] - m);
+            // Keys whose weight is negligible cannot move the output however
+            // their score is rounded (a "lowest" mask value, say).
+            if (pj > 0x1p-60) r.score_mag[row] = std::max(r.score_mag[row], mag[j]);
             l += pj;
             for (int x = 0; x < s_.dv; ++x) {
               acc[x] += pj * v(b, h / group, j, x);
