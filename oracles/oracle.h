@@ -66,5 +66,7 @@ std::unique_ptr<Oracle> make_mpfr_oracle(int precision_bits = 256);
 std::unique_ptr<Oracle> make_boost_oracle();  // cpp_bin_float, 256 bits
 std::unique_ptr<Oracle> make_fast_oracle();   // double, compensated, with a bound
 bool have_mpfr();
+// The tier undecided rows escalate to: MPFR where it was built, else Boost.
+std::unique_ptr<Oracle> make_escalation_oracle();
 
 }  // namespace afz

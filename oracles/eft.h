@@ -1,0 +1,71 @@
+// Error-free transformations in double: the building blocks of the fast
+// oracle tier (Ogita, Rump and Oishi, "Accurate sum and dot product", SIAM
+// J. Sci. Comput. 26(6), 2005).  Each one returns a rounded result together
+// with the exact rounding error, so a pair (hi, lo) carries about 106 bits.
+//
+// They rely on IEEE round-to-nearest and on the compiler keeping every
+// operation as written: the build passes -ffp-contract=off (a contracted
+// a*b - p would no longer be the product's error) and never -ffast-math
+// (which would simplify (a - (s - b)) to 0).
+#pragma once
+#include <cmath>
+
+namespace afz::eft {
+
+// s + e == a + b exactly, s = fl(a + b).  Knuth's branch-free TwoSum: no
+// assumption on the magnitudes (6 flops).
+inline void two_sum(double a, double b, double& s, double& e) {
+  s = a + b;
+  const double bb = s - a;
+  e = (a - (s - bb)) + (b - bb);
+}
+
+// Same when |a| >= |b| (or a == 0): Dekker's FastTwoSum (3 flops).
+inline void fast_two_sum(double a, double b, double& s, double& e) {
+  s = a + b;
+  e = b - (s - a);
+}
+
+// p + e == a * b exactly unless a * b underflows (then |error| <= 2^-1075):
+// the FMA computes a * b - p with a single rounding, and that difference is
+// representable.
+inline void two_prod(double a, double b, double& p, double& e) {
+  p = a * b;
+  e = std::fma(a, b, -p);
+}
+
+// An unevaluated sum hi + lo, normalized so that hi = fl(hi + lo).
+struct Pair {
+  double hi = 0, lo = 0;
+};
+
+inline Pair normalize(double a, double b) {
+  Pair r;
+  two_sum(a, b, r.hi, r.lo);
+  return r;
+}
+
+// (a.hi + a.lo) * b, relative error <= 3.1 u^2 (plus 2^-1074 on underflow):
+// the product of the high parts is exact, the rest is two roundings of terms
+// already u times smaller.
+inline Pair mul(Pair a, double b) {
+  double p, e;
+  two_prod(a.hi, b, p, e);
+  return normalize(p, e + a.lo * b);
+}
+
+// (a.hi + a.lo) / (b.hi + b.lo), relative error <= 16 u^2 (Dekker's long
+// division: one quotient, the exact remainder through TwoProd, a correction).
+// a.hi - p is exact by Sterbenz's lemma: p = q1 * b.hi is within a few ulps of a.hi.
+inline Pair div(Pair a, Pair b) {
+  const double q1 = a.hi / b.hi;
+  double p, pe;
+  two_prod(q1, b.hi, p, pe);
+  const double r = ((a.hi - p) - pe) + (a.lo - q1 * b.lo);
+  const double q2 = r / b.hi;
+  Pair out;
+  fast_two_sum(q1, q2, out.hi, out.lo);
+  return out;
+}
+
+}  // namespace afz::eft
