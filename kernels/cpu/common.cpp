@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 namespace afz::cpu {
 
@@ -72,16 +73,77 @@ std::string problem_error(const afz_problem& p) {
   return "";
 }
 
+float f16_to_float(uint16_t h) {
+  constexpr int kF16Bias = 15, kF32Bias = 127;
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  const uint32_t mantissa = h & 0x3ffu;
+  if (exponent == 0x1f) return float_of(sign | 0x7f800000u | (mantissa << 13));  // inf, NaN
+  if (exponent == 0) {
+    // Subnormal (or zero): mantissa * 2^-24, exact in fp32.
+    const float magnitude = float(mantissa) * 0x1p-24f;
+    return sign ? -magnitude : magnitude;
+  }
+  return float_of(sign | ((exponent - kF16Bias + kF32Bias) << 23) | (mantissa << 13));
+}
+
+float round_float_to_bf16(float x) {
+  uint32_t b = bits_of(x);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return x;  // NaN stays NaN
+  // Add just under half of the dropped 16 bits, plus the kept lsb: ties go
+  // to even, and a carry into the exponent is the correct next binade (inf
+  // past bf16's max).
+  b += 0x7fffu + ((b >> 16) & 1u);
+  return float_of(b & 0xffff0000u);
+}
+
+float round_float_to_f16(float x) {
+  constexpr float kOverflowTie = 65520.0f;  // halfway between 65504 and 2^16: rounds to inf
+  constexpr float kMinNormal = 0x1p-14f;
+  constexpr float kSubnormalShift = 0.5f;   // ulp(0.5) in fp32 = 2^-24, fp16's subnormal step
+  const float a = std::fabs(x);
+  if (std::isnan(x)) return x;
+  if (!(a < kOverflowTie)) return std::copysign(std::numeric_limits<float>::infinity(), x);
+  float r;
+  if (a < kMinNormal) {
+    // One fp32 addition rounds a to a multiple of 2^-24 (ties to even: 0.5 is
+    // an even multiple); subtracting 0.5 back is exact.
+    r = (a + kSubnormalShift) - kSubnormalShift;
+  } else {
+    // Keep 10 of fp32's 23 fraction bits, ties to even, as for bf16.
+    uint32_t b = bits_of(a);
+    b += 0xfffu + ((b >> 13) & 1u);
+    r = float_of(b & ~0x1fffu);
+  }
+  return std::copysign(r, x);
+}
+
 void load_row(const afz_tensor& t, int64_t b, int64_t h, int64_t s, int n, float* out) {
   const int64_t base = element_offset(t, b, h, s, 0);
   const int64_t step = t.stride[3];
   const char* data = static_cast<const char*>(t.data);
-  if (t.dtype == AFZ_F32) {
-    for (int x = 0; x < n; ++x) std::memcpy(&out[x], data + (base + x * step) * 4, 4);
-    return;
+  uint16_t bits;
+  switch (t.dtype) {
+    case AFZ_F32:
+      for (int x = 0; x < n; ++x) std::memcpy(&out[x], data + (base + x * step) * 4, 4);
+      return;
+    case AFZ_BF16:
+      for (int x = 0; x < n; ++x) {
+        std::memcpy(&bits, data + (base + x * step) * 2, 2);
+        out[x] = bf16_to_float(bits);
+      }
+      return;
+    case AFZ_F16:
+      for (int x = 0; x < n; ++x) {
+        std::memcpy(&bits, data + (base + x * step) * 2, 2);
+        out[x] = f16_to_float(bits);
+      }
+      return;
+    default: {
+      const int size = size_of(t.dtype);
+      for (int x = 0; x < n; ++x) out[x] = float(load(t.dtype, data + (base + x * step) * size));
+    }
   }
-  const int size = size_of(t.dtype);
-  for (int x = 0; x < n; ++x) out[x] = float(load(t.dtype, data + (base + x * step) * size));
 }
 
 HeadView::HeadView(const afz_problem& p_, int b_, int h_)

@@ -83,11 +83,27 @@ inline int64_t element_offset(const afz_tensor& t, int64_t b, int64_t h, int64_t
 // and bf16 values are all fp32 values).
 void load_row(const afz_tensor& t, int64_t b, int64_t h, int64_t s, int n, float* out);
 
+// Exact fp16 / bf16 -> fp32 from the bits (the kernels' hot loads; dtype.h's
+// load() is the reference they are tested against).
+inline float bf16_to_float(uint16_t h) { return float_of(uint32_t(h) << 16); }
+float f16_to_float(uint16_t h);
+
+// fp32 -> the nearest fp16 / bf16 value (ties to even), returned as fp32:
+// what a kernel's cvt of P does before the P.V GEMM.  Equal to
+// round_to(t, double(x)) for every x, which the tests check.
+float round_float_to_bf16(float x);
+float round_float_to_f16(float x);
+
 // P before the P.V product: rounded to V's dtype (identity for fp32).
 struct RoundPTo {
   afz_dtype dtype;
   float operator()(float p) const {
-    return dtype == AFZ_F32 ? p : float(round_to(dtype, double(p)));
+    switch (dtype) {
+      case AFZ_F32: return p;
+      case AFZ_BF16: return round_float_to_bf16(p);
+      case AFZ_F16: return round_float_to_f16(p);
+      default: return float(round_to(dtype, double(p)));
+    }
   }
 };
 
