@@ -67,6 +67,8 @@ std::span<const DistributionKind> distribution_kinds();
 std::string check_pattern(const MaskPattern& p);
 std::string check_distribution(const Distribution& d);
 std::string check_transform_syntax(const Transform& t);  // spelling, finiteness, duplicates
+std::string check_kernel_name(std::string_view name);      // printable ASCII, no blanks or '#'
+std::string check_provenance(std::string_view text);       // one line, trimmed
 
 // Numbers as the format spells them.  Decimal or hexadecimal (0x1.8p-3)
 // floats, correctly rounded and locale-independent (std::from_chars); no
