@@ -7,6 +7,12 @@
 namespace afz {
 namespace {
 
+// An integer parameter clamped to [lo, hi] before conversion: a hostile
+// case file may hold 1e300, and int(1e300) is undefined behaviour.
+int int_param(const Transform& t, const char* key, double fallback, int lo, int hi) {
+  return int(std::clamp(t.get(key, fallback), double(lo), double(hi)));
+}
+
 // Sets the carrier: q[.,0] = 1 and k_j[0] = target_j / scale for each key.
 template <typename TargetFn>
 void plant_scores(const Case& c, LogicalTensors& x, TargetFn target) {
@@ -21,20 +27,20 @@ void plant_scores(const Case& c, LogicalTensors& x, TargetFn target) {
 }
 
 void late_max(const Case& c, const Transform& t, const CounterRng&, LogicalTensors& x) {
-  const int count = int(t.get("count", 5));
+  const int count = int_param(t, "count", 5, 0, kMaxSeqlen);
   const double boost = t.get("boost", 20);
   plant_scores(c, x, [&](int j, int n) { return j >= n - count ? boost : 0.0; });
 }
 
 void early_max(const Case& c, const Transform& t, const CounterRng&, LogicalTensors& x) {
-  const int count = int(t.get("count", 1));
+  const int count = int_param(t, "count", 1, 0, kMaxSeqlen);
   const double boost = t.get("boost", 20);
   plant_scores(c, x, [&](int j, int) { return j < count ? boost : 0.0; });
 }
 
 // The max grows every block: each block rescales the accumulator.
 void growing_max(const Case& c, const Transform& t, const CounterRng&, LogicalTensors& x) {
-  const int block = std::max(1, int(t.get("block", 64)));
+  const int block = int_param(t, "block", 64, 1, kMaxSeqlen);
   const double step = t.get("step", 2);
   plant_scores(c, x, [&](int j, int) { return step * double(j / block); });
 }
@@ -84,7 +90,7 @@ void ties(const Case&, const Transform&, const CounterRng&, LogicalTensors& x) {
 }
 
 std::vector<double>* tensor_of(const Transform& t, LogicalTensors& x) {
-  switch (int(t.get("tensor", 2))) {
+  switch (int_param(t, "tensor", 2, 0, 2)) {
     case 0: return &x.q;
     case 1: return &x.k;
     default: return &x.v;
@@ -96,7 +102,7 @@ std::vector<double>* tensor_of(const Transform& t, LogicalTensors& x) {
 // finite magnitude.  tensor: 0 q, 1 k, 2 v.
 void special_values(const Case& c, const Transform& t, const CounterRng& rng, LogicalTensors& x) {
   const uint64_t permil = uint64_t(std::clamp(t.get("permil", 100.0), 0.0, 1000.0));
-  const int kind = int(t.get("kind", 0));
+  const int kind = int_param(t, "kind", 0, 0, 2);
   std::vector<double>& v = *tensor_of(t, x);
   for (size_t n = 0; n < v.size(); ++n) {
     // Independent counters for the choice, the sign and the magnitude.
