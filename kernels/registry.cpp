@@ -10,14 +10,14 @@
 
 namespace afz {
 
-// Until kernels/mutants and kernels/cuda define these groups, weak empty
-// definitions keep everything linking; a strong definition elsewhere wins.
+// Until kernels/cuda defines its group, a weak empty definition keeps
+// everything linking; a strong definition elsewhere wins.
 // Caveat: the engine is a static archive, and the linker pulls an archive
-// member only to resolve an undefined symbol.  These weak definitions
-// resolve the calls below, so the strong definitions take effect only if
-// their object file is linked for another reason.  When the real groups
-// land, delete the matching stub here (that is the robust fix).
-__attribute__((weak)) void register_cpu_mutants(KernelRegistry&) {}
+// member only to resolve an undefined symbol.  This weak definition
+// resolves the call below, so the strong definition takes effect only if
+// its object file is linked for another reason.  When the real group
+// lands, delete the stub here (that is the robust fix).  The mutants'
+// group (kernels/mutants/mutant_kernels.cpp) has landed: no stub.
 __attribute__((weak)) void register_gpu_kernels(KernelRegistry&) {}
 
 KernelRegistry KernelRegistry::with_builtins() {
