@@ -150,10 +150,10 @@ TEST(Materialize, PinnedHashes) {
   Case d = small_case();
   d.values_q = Distribution{"int", 3};
   d.bool_mask = MaskPattern{"random", {300}};
-  EXPECT_EQ(Materialized(a).input_hash(), 0x0ull);
-  EXPECT_EQ(Materialized(b).input_hash(), 0x0ull);
-  EXPECT_EQ(Materialized(c).input_hash(), 0x0ull);
-  EXPECT_EQ(Materialized(d).input_hash(), 0x0ull);
+  EXPECT_EQ(Materialized(a).input_hash(), 0x235fa851deab0b07ull);
+  EXPECT_EQ(Materialized(b).input_hash(), 0x07f306cf168381f6ull);
+  EXPECT_EQ(Materialized(c).input_hash(), 0x9edfb1a50815ca67ull);
+  EXPECT_EQ(Materialized(d).input_hash(), 0x811b9bf19d8066feull);
 }
 
 }  // namespace
