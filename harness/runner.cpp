@@ -3,6 +3,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "harness/gpu/gpu_run.h"
 #include "registry.h"
 
 namespace afz {
@@ -21,6 +22,15 @@ Verdict status_verdict(const KernelRun& run) {
   }
   v.detail = run.message;
   return v;
+}
+
+// GPU kernels always run in the worker process (harness/gpu/gpu_run.h),
+// whose guarded device mirror also reports out-of-bounds writes.
+KernelRun execute(const afz_kernel& k, Materialized& m, const RunOptions& o, std::string* out_of_bounds) {
+  if (!(k.caps.flags & AFZ_CAP_GPU)) return run_kernel(k, m, o.isolate, o.timeout_s);
+  gpu::WorkerRun w = gpu::run_in_worker(k, m, o.timeout_s);
+  if (out_of_bounds->empty()) *out_of_bounds = w.out_of_bounds;
+  return w.run;
 }
 
 }  // namespace
@@ -66,8 +76,16 @@ CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r) c
     out.verdict.detail = why;
     return out;
   }
+  if (k.caps.flags & AFZ_CAP_GPU) {
+    if (std::string no_gpu = gpu::gpu_unavailable_reason(); !no_gpu.empty()) {
+      out.verdict.cls = VerdictClass::Unsupported;
+      out.verdict.detail = no_gpu;
+      return out;
+    }
+  }
   m.poison_outputs();
-  KernelRun run = run_kernel(k, m, options_.isolate, options_.timeout_s);
+  std::string out_of_bounds;
+  KernelRun run = execute(k, m, options_, &out_of_bounds);
   out.timing.kernel = run.seconds;
   if (run.status != RunStatus::Ok) {
     out.verdict = status_verdict(run);
@@ -85,9 +103,13 @@ CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r) c
   Stopwatch judge_time;
   out.verdict = judge(k, m, *r, escalation_.get());
   out.timing.judge = judge_time.seconds();
+  if (!out_of_bounds.empty() && int(out.verdict.cls) < int(VerdictClass::OutOfBounds)) {
+    out.verdict.cls = VerdictClass::OutOfBounds;
+    out.verdict.detail = out_of_bounds;
+  }
   if (options_.check_determinism && !is_failure(out.verdict.cls)) {
     m.poison_outputs();
-    KernelRun again = run_kernel(k, m, options_.isolate, options_.timeout_s);
+    KernelRun again = execute(k, m, options_, &out_of_bounds);
     if (again.status != RunStatus::Ok) {
       out.verdict = status_verdict(again);
     } else if (m.output_bytes() != first) {

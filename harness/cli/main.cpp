@@ -4,6 +4,8 @@
 #include <exception>
 
 #include "commands.h"
+#include "harness/gpu/gpu_run.h"
+#include "harness/gpu/worker.h"
 
 namespace afz::cli {
 
@@ -32,6 +34,10 @@ RunOptions Globals::run_options() const {
 
 int main(int argc, char** argv) {
   using namespace afz::cli;
+  // The GPU worker is this binary started again (harness/gpu/gpu_run.h);
+  // its subcommand is internal, so it is handled before the CLI and hidden.
+  if (argc >= 2 && std::string_view(argv[1]) == "worker") return afz::gpu::worker_main(argc - 1, argv + 1);
+  afz::gpu::use_exec_worker("/proc/self/exe");
   CLI::App app{"attnfuzz: finds correctness bugs in attention kernels"};
   app.require_subcommand(1);
   Globals g;

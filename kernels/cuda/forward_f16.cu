@@ -1,0 +1,9 @@
+// fp16 instantiations of the forward (correct kernel and mutants).
+#include "fa2_launch.cuh"
+#include "launch.h"
+
+namespace afz::cuda {
+cudaError_t launch_forward_f16(const ForwardParams& p, Defect defect, cudaStream_t stream) {
+  return launch_forward_typed<__half>(p, defect, stream);
+}
+}  // namespace afz::cuda
