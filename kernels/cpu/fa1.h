@@ -3,6 +3,7 @@
 // l alpha / l' and adds P V / l' (NormalisedTile).  Each block adds an fp32
 // rounding of O, so over many blocks its error grows with the block count.
 #pragma once
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/cpu/common.h"
@@ -41,7 +42,10 @@ void fa1_attention(const afz_problem& p, const TiledConfig& cfg) {
 template <class Steps = Fa2Steps>
 int fa1_entry(const afz_kernel* self, const afz_problem* p, char* error, size_t error_len) {
   const TiledConfig cfg = self && self->user ? *static_cast<const TiledConfig*>(self->user) : TiledConfig{};
-  return guarded_run(p, error, error_len, [&](const afz_problem& pr) { fa1_attention<Steps>(pr, cfg); });
+  return guarded_run(p, error, error_len, [&](const afz_problem& pr) {
+    if (cfg.br < 1 || cfg.bc < 1) throw std::invalid_argument("FA1 kernel: Br and Bc must be at least 1");
+    fa1_attention<Steps>(pr, cfg);
+  });
 }
 
 }  // namespace afz::cpu

@@ -1,6 +1,7 @@
 // cpu.online: the one-query online recurrence of seed 000, one query row at
 // a time over blocks of keys: the tile recurrence with a tile of one row.
 #pragma once
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/cpu/common.h"
@@ -41,7 +42,10 @@ void online_attention(const afz_problem& p, const OnlineConfig& cfg) {
 template <class Steps = Fa2Steps>
 int online_entry(const afz_kernel* self, const afz_problem* p, char* error, size_t error_len) {
   const OnlineConfig cfg = self && self->user ? *static_cast<const OnlineConfig*>(self->user) : OnlineConfig{};
-  return guarded_run(p, error, error_len, [&](const afz_problem& pr) { online_attention<Steps>(pr, cfg); });
+  return guarded_run(p, error, error_len, [&](const afz_problem& pr) {
+    if (cfg.block < 1) throw std::invalid_argument("online kernel: block must be at least 1");
+    online_attention<Steps>(pr, cfg);
+  });
 }
 
 }  // namespace afz::cpu

@@ -4,6 +4,7 @@
 // with the rescaling rule.  Short or windowed sequences leave splits empty
 // (m = -inf), which is what the merge's guard is for.
 #pragma once
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/cpu/common.h"
@@ -56,7 +57,10 @@ template <class Steps = Fa2Steps>
 int splitkv_entry(const afz_kernel* self, const afz_problem* p, char* error, size_t error_len) {
   const SplitKvConfig cfg =
       self && self->user ? *static_cast<const SplitKvConfig*>(self->user) : SplitKvConfig{};
-  return guarded_run(p, error, error_len, [&](const afz_problem& pr) { splitkv_attention<Steps>(pr, cfg); });
+  return guarded_run(p, error, error_len, [&](const afz_problem& pr) {
+    if (cfg.splits < 1 || cfg.br < 1 || cfg.bc < 1) throw std::invalid_argument("split-KV kernel: splits, Br and Bc must be at least 1");
+    splitkv_attention<Steps>(pr, cfg);
+  });
 }
 
 }  // namespace afz::cpu

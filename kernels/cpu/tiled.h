@@ -7,6 +7,7 @@
 //
 // The mutant zoo instantiates tiled_entry<SomeDefectSteps> (see steps.h).
 #pragma once
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/cpu/common.h"
@@ -49,7 +50,10 @@ void tiled_attention(const afz_problem& p, const TiledConfig& cfg) {
 template <class Steps = Fa2Steps>
 int tiled_entry(const afz_kernel* self, const afz_problem* p, char* error, size_t error_len) {
   const TiledConfig cfg = self && self->user ? *static_cast<const TiledConfig*>(self->user) : TiledConfig{};
-  return guarded_run(p, error, error_len, [&](const afz_problem& pr) { tiled_attention<Steps>(pr, cfg); });
+  return guarded_run(p, error, error_len, [&](const afz_problem& pr) {
+    if (cfg.br < 1 || cfg.bc < 1) throw std::invalid_argument("tiled kernel: Br and Bc must be at least 1");
+    tiled_attention<Steps>(pr, cfg);
+  });
 }
 
 }  // namespace afz::cpu
