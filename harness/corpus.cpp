@@ -36,11 +36,13 @@ std::string provenance_value(const Case& c, std::string_view key) {
 }
 
 std::optional<Corpus> Corpus::open(const std::string& dir, std::string* error) {
+  // A folder that does not exist yet is an empty corpus; save() creates it,
+  // so a campaign that finds nothing leaves nothing behind.
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    *error = dir + ": cannot create the corpus folder (" + ec.message() + ")";
-    return std::nullopt;
+  if (!fs::exists(dir, ec)) {
+    Corpus corpus;
+    corpus.dir_ = dir;
+    return corpus;
   }
   auto files = list_case_files(dir, error);
   if (!files) return std::nullopt;
@@ -63,6 +65,12 @@ std::optional<Corpus> Corpus::open(const std::string& dir, std::string* error) {
     if (it == corpus.entries_.end() || e.size < it->second.size) corpus.entries_[sig] = std::move(e);
   }
   return corpus;
+}
+
+std::vector<std::string> Corpus::signatures() const {
+  std::vector<std::string> out;
+  for (const auto& [sig, e] : entries_) out.push_back(sig);
+  return out;
 }
 
 const CorpusEntry* Corpus::find(const std::string& signature) const {
@@ -88,7 +96,15 @@ std::string Corpus::file_name(const Case& c, const std::string& signature) const
   return (fs::path(dir_) / (kernel + "-" + verdict + "-" + hash + std::string(kCaseFileExtension))).string();
 }
 
-bool Corpus::rewrite(CorpusEntry& e, std::string* error) { return save_case_file(e.path, e.c, error); }
+bool Corpus::rewrite(CorpusEntry& e, std::string* error) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) {
+    *error = dir_ + ": cannot create the corpus folder (" + ec.message() + ")";
+    return false;
+  }
+  return save_case_file(e.path, e.c, error);
+}
 
 std::optional<Corpus::Saved> Corpus::save(const Case& c, const std::string& signature,
                                           const std::string& raw_signature, std::string* path, std::string* error) {

@@ -41,13 +41,14 @@ struct CorpusEntry {
 
 class Corpus {
  public:
-  // Creates the folder if needed and indexes the case files in it.  Files
+  // Indexes the case files in the folder (created on the first save).  Files
   // that do not load are listed in load_errors() and otherwise ignored.
   static std::optional<Corpus> open(const std::string& dir, std::string* error);
 
   const std::string& dir() const { return dir_; }
   size_t size() const { return entries_.size(); }
   const std::vector<std::string>& load_errors() const { return load_errors_; }
+  std::vector<std::string> signatures() const;
 
   // The saved repro of a (minimized) signature, or null.
   const CorpusEntry* find(const std::string& signature) const;

@@ -25,7 +25,7 @@ constexpr int kAllHeadDims[] = {8,  16, 24, 32, 40, 48,  64,  72,  80,  96,  112
 // keeps the CPU kernels and the oracle at many cases per second.
 constexpr int64_t kWorkBudget = int64_t{1} << 21;
 // The flat class's long rows (8K keys and more) with a few queries.
-constexpr int64_t kLongRowBudget = int64_t{1} << 23;
+constexpr int64_t kLongRowBudget = int64_t{1} << 22;
 // The carrier coordinate k_j[0] = target / scale must stay well inside the
 // input dtype's range, or it rounds to Inf and the case is about overflow
 // of the *inputs*, not of the kernel's arithmetic.
@@ -266,9 +266,11 @@ Case gen_late_max(Dice& d) {
 // the normalizer l grows to about N: an l kept in bf16 stops growing at 256.
 Case gen_flat(Dice& d) {
   Case c = base_case(d);
-  c.head_dim = c.head_dim_v = d.pick({32, 64, 64, 128});
-  c.seqlens_q = {d.pick({1, 1, 2, 4, 8})};
-  const int keys = d.pick({1024, 2048, 4096, 8192, 8192, 12288, 16384});
+  // Small head dims and few queries: the long row is the point, and its
+  // inputs are most of what this class costs to build.
+  c.head_dim = c.head_dim_v = d.pick({32, 32, 64});
+  c.seqlens_q = {d.pick({1, 1, 2, 4})};
+  const int keys = d.pick({1024, 4096, 8192, 8192, 8192, 16384});
   c.seqlens_k = {keys + d.pick({0, 0, 1, d.range(2, 127)})};
   if (d.chance(750)) {
     c.transforms.push_back(transform("flat", {{"eps", d.pick({0.0, 1.0 / 1024, 1.0 / 64})}}));

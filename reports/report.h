@@ -4,10 +4,11 @@
 // and `report merge` are further views of the same struct.
 //
 // report.json, schema "attnfuzz-report" version 1 (kReportSchemaVersion):
-//   schema, schema_version
+//   schema:     "attnfuzz-report"
+//   schema_version: 1
 //   run:        kind (campaign | replay | mutants | audit), command, attnfuzz_version,
 //               started_utc, seed, first_case, cases, case_limit (-1: none),
-//               time_limit_s (-1: none), stop_reason (cases | time | corpus),
+//               time_limit_s (-1: none), stop_reason (cases | time | corpus | kills),
 //               jobs, oracle, classes ("name=weight,..."), corpus, wall_s
 //   kernels:    [{name, origin, description, conventions {masked_row_output: zero|nan,
 //               empty_lse: -inf|+inf|nan}, kernel_s}]
@@ -22,6 +23,21 @@
 //   cases:      [{i, g, v: [VERDICT per kernel, in the order of `kernels`]}]
 //   errors:     ["one line", ...]   cases that could not be generated or run
 //   summary:    {verdict: pass | fail, new_failures, known_failures, failing_cases}
+// Added in version 1 (optional; absent in older files):
+//   raw_failures: [failure, ...]  one per raw signature (of the case as generated): its first
+//               occurrence, minimized, with occurrences counting that raw signature only.
+//               `failures` is a function of this list (consolidate_failures in
+//               report_views.h), which is what makes merging shards exact.
+//   error_stats: {axes {error {lo_exp, hi_exp}, score {lo_exp, hi_exp}, key_position_bins},
+//               series: [{kernel, series (o.fp16 | o.bf16 | o.fp32 | o.e4m3 | lse), elements, rows,
+//               max_over_bound, max_ulps, over_bound [[bin, n]], ulps [[bin, n]],
+//               by_key_position [[key_bin, error_bin, n]], key_position_max [[key_bin, max]],
+//               by_score [[score_bin, error_bin, n]], score_max [[score_bin, max]]}]}
+//               sparse histograms (zero counts left out) on the axes of error_stats.h;
+//               a maximum that is not finite is the string "inf" or "nan".
+//   audits:     [{kernel, rows [..], columns [..], cells [{row, column, status (pass | fail |
+//               unsupported), verdict, cases, signature}]}]   the audit matrix
+//   mutants:    [{kernel, killed, cases, cases_to_kill, seconds_to_kill, verdict, signature}]
 // Verdict names are verdict_name()'s.  Floating-point values that must stay
 // exact or may be non-finite (worst element values) are written twice:
 // as a JSON number (null when not finite) and as a C99 hex string.
@@ -118,6 +134,41 @@ struct ReportCase {
   std::vector<VerdictClass> verdicts;  // per kernel, in Report::kernels order
 };
 
+// Error statistics of one kernel over one output series, summed over every
+// judged case.
+struct ReportErrorStats {
+  std::string kernel;
+  std::string series;  // "o.<dtype>" for O in its output dtype, "lse" for the fp32 LSE
+  ErrorSeries stats;
+};
+
+// One cell of an audit matrix: a feature combination (row) under an
+// adversarial class (column).
+struct ReportAuditCell {
+  std::string row, column;
+  std::string status;  // pass | fail | unsupported
+  VerdictClass verdict = VerdictClass::Pass;  // the most severe seen
+  int64_t cases = 0;
+  std::string signature;  // the failure's (failures[].signature) when status is fail
+};
+
+struct ReportAudit {
+  std::string kernel;
+  std::vector<std::string> rows, columns;  // display order
+  std::vector<ReportAuditCell> cells;
+};
+
+// One mutant of a mutant run: killed or survived.
+struct ReportMutant {
+  std::string kernel;
+  bool killed = false;
+  int64_t cases = 0;             // cases run against it
+  int64_t cases_to_kill = -1;    // cases up to and including the first kill; -1: survived
+  double seconds_to_kill = -1;
+  VerdictClass verdict = VerdictClass::Pass;  // of the first kill
+  std::string signature;         // of the first kill
+};
+
 struct ReportTiming {
   double generate_s = 0, oracle_s = 0, kernel_s = 0, judge_s = 0, minimize_s = 0, wall_s = 0;
   double cases_per_second = 0;
@@ -132,8 +183,18 @@ struct Report {
   ReportTiming timing;
   std::vector<ReportCase> cases;
   std::vector<std::string> errors;
+  std::vector<ReportFailure> raw_failures;
+  std::vector<ReportErrorStats> error_stats;  // sorted by (kernel, series)
+  std::vector<ReportAudit> audits;
+  std::vector<ReportMutant> mutants;
 
   ReportCell& cell(const std::string& kernel, const std::string& generator);
+  // Adds a judged case's statistics to the kernel's series.
+  void add_error_stats(const std::string& kernel, const Verdict& v);
+  // The campaign's ledger of raw signatures: the first occurrence of each,
+  // minimized (occurrences 1), then one count per later occurrence.
+  void note_raw_failure(const ReportFailure& f);
+  void count_raw_occurrence(const std::string& raw_signature);
   int64_t new_failures() const;
   int64_t known_failures() const;
   int64_t failing_cases() const;  // cases where at least one kernel failed

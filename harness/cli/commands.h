@@ -22,6 +22,7 @@ struct Globals {
   bool isolate = false;
   bool determinism = false;
   double timeout_s = 60;
+  std::string command_line;  // argv joined, for reports
 
   // Built lazily after parsing; errors are one line on stderr and exit 2.
   KernelRegistry registry() const;
@@ -33,6 +34,8 @@ using Action = std::function<int()>;
 Action add_kernels_command(CLI::App& app, Globals& g);
 Action add_run_command(CLI::App& app, Globals& g);
 Action add_repro_command(CLI::App& app, Globals& g);
+Action add_fuzz_command(CLI::App& app, Globals& g);    // cmd_fuzz.cpp
+Action add_replay_command(CLI::App& app, Globals& g);  // cmd_fuzz.cpp
 
 // Thrown for bad input; main prints the message and exits 2.
 struct BadInput {

@@ -50,10 +50,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   std::vector<std::pair<CLI::App*, Action>> commands;
-  auto track = [&](Action a) { commands.emplace_back(app.get_subcommands().back(), std::move(a)); };
+  // get_subcommands() without a filter lists only the *parsed* ones (empty
+  // here); the filter form lists all, the newest last.
+  auto track = [&](Action a) { commands.emplace_back(app.get_subcommands([](CLI::App*) { return true; }).back(), std::move(a)); };
   track(add_kernels_command(app, g));
   track(add_run_command(app, g));
   track(add_repro_command(app, g));
+  track(add_fuzz_command(app, g));
+  track(add_replay_command(app, g));
+  for (int n = 0; n < argc; ++n) g.command_line += (n ? " " : "") + std::string(argv[n]);
 
   try {
     app.parse(argc, argv);

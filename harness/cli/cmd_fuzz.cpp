@@ -1,0 +1,342 @@
+// `attnfuzz fuzz` (the campaign driver) and `attnfuzz replay` (re-run a
+// corpus: the regression mode for CI).
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <charconv>
+#include <thread>
+
+#include "campaign.h"
+#include "case_file.h"
+#include "commands.h"
+#include "corpus.h"
+#include "progress.h"
+#include "reports/report.h"
+
+namespace afz::cli {
+namespace {
+
+// Cases of a campaign given neither --cases nor --time.
+constexpr int64_t kDefaultCases = 1000;
+// Where failures go when neither --corpus nor --out names a place.
+constexpr const char* kDefaultCorpus = "attnfuzz-failures";
+
+// "all" (every kernel but the deliberately broken mutants), a name, or a
+// comma-separated list of both.
+std::vector<CampaignKernel> resolve_kernels(const KernelRegistry& reg, const std::vector<std::string>& specs) {
+  std::vector<CampaignKernel> out;
+  auto add = [&](const KernelEntry& e) {
+    for (const CampaignKernel& k : out)
+      if (k.kernel == e.kernel) return;
+    out.push_back({e.kernel, e.origin});
+  };
+  for (const std::string& spec : specs) {
+    size_t start = 0;
+    while (start <= spec.size()) {
+      const size_t comma = std::min(spec.find(',', start), spec.size());
+      const std::string name = spec.substr(start, comma - start);
+      start = comma + 1;
+      if (name.empty()) continue;
+      if (name == "all") {
+        for (const KernelEntry& e : reg.entries())
+          if (e.origin != "mutant") add(e);
+        continue;
+      }
+      const KernelEntry* found = nullptr;
+      for (const KernelEntry& e : reg.entries())
+        if (name == e.kernel->name) found = &e;
+      if (!found) throw BadInput{"--kernel: unknown kernel '" + name + "' (see `attnfuzz kernels`)"};
+      add(*found);
+    }
+  }
+  if (out.empty()) throw BadInput{"--kernel: no kernel named"};
+  return out;
+}
+
+// "90", "90s", "5m", "1.5h" -> seconds.
+double parse_duration(const std::string& s) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  const std::string unit(end, s.data() + s.size());
+  double scale = 0;
+  if (unit.empty() || unit == "s") scale = 1;
+  if (unit == "m") scale = 60;
+  if (unit == "h") scale = 3600;
+  if (ec != std::errc() || scale == 0 || !(value > 0))
+    throw BadInput{"--time: expected a positive duration such as 90, 90s, 5m or 1.5h, got '" + s + "'"};
+  return value * scale;
+}
+
+std::string verdict_column(const ReportCell& c, VerdictClass v) {
+  const int64_t n = c.count(v);
+  return n ? std::to_string(n) : "-";
+}
+
+// The end-of-run table: one row per kernel x class, failures by class.
+void print_summary(const Report& r, const std::string& report_dir) {
+  const ReportRun& run = r.run;
+  fmt::print("\nattnfuzz {}: {} cases in {:.1f} s ({:.1f} cases/s), seed {}, jobs {}, oracle {}\n", run.kind, run.cases,
+             run.wall_s, r.timing.cases_per_second, run.seed, run.jobs, run.oracle);
+  fmt::print("{:<24} {:<10} {:>7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6}\n", "kernel", "class", "cases", "pass", "unsup",
+             "fail", "num", "naninf", "other");
+  for (const ReportCell& c : r.cells) {
+    const int64_t other = c.failed() - c.count(VerdictClass::NumericMismatch) - c.count(VerdictClass::NanInf);
+    fmt::print("{:<24} {:<10} {:>7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6}\n", c.kernel, c.generator, c.cases,
+               c.count(VerdictClass::Pass), verdict_column(c, VerdictClass::Unsupported),
+               c.failed() ? std::to_string(c.failed()) : "-", verdict_column(c, VerdictClass::NumericMismatch),
+               verdict_column(c, VerdictClass::NanInf), other ? std::to_string(other) : "-");
+  }
+  const ReportTiming& t = r.timing;
+  fmt::print("time: generate {:.2f} s, oracle {:.2f} s, kernels {:.2f} s, judge {:.2f} s, minimize {:.2f} s"
+             " (summed over jobs); wall {:.2f} s\n",
+             t.generate_s, t.oracle_s, t.kernel_s, t.judge_s, t.minimize_s, t.wall_s);
+  if (r.failures.empty()) {
+    fmt::print("failures: none\n");
+  } else {
+    fmt::print("failures: {} signatures, {} new, {} known, {} failing cases\n", r.failures.size(), r.new_failures(),
+               r.known_failures(), r.failing_cases());
+    for (const ReportFailure& f : r.failures) {
+      fmt::print("  {:<7} {} {} ({}, {} cases; case {} of class {})\n", f.status, f.kernel, verdict_name(f.verdict),
+                 f.detail, f.occurrences, f.case_index, f.generator);
+      if (f.worst.valid) fmt::print("          worst {}\n", f.worst.format());
+      if (!f.repro.empty()) fmt::print("          repro: {}\n", f.repro);
+    }
+  }
+  for (const std::string& e : r.errors) fmt::print("error: {}\n", e);
+  if (!report_dir.empty()) fmt::print("report: {}/report.json\n", report_dir);
+}
+
+ProgressLine::Mode progress_mode(const std::string& s) {
+  if (s == "auto") return ProgressLine::detect(stdout);
+  if (s == "terminal") return ProgressLine::Mode::Terminal;
+  if (s == "plain") return ProgressLine::Mode::Plain;
+  if (s == "off") return ProgressLine::Mode::Off;
+  throw BadInput{"--progress: expected auto, terminal, plain or off, got '" + s + "'"};
+}
+
+void write_report(const Report& r, const std::string& dir) {
+  if (dir.empty()) return;
+  std::string error;
+  if (!write_report_json(r, dir, &error)) throw BadInput{error};
+}
+
+struct FuzzArgs {
+  std::vector<std::string> kernels;
+  std::string time;
+  int64_t cases = -1;
+  uint64_t seed = 1;
+  int64_t first_case = 0;
+  std::string corpus, out, classes = "all", progress = "auto";
+  int jobs = 1;
+  bool no_minimize = false;
+  int minimize_runs = MinimizeOptions{}.max_runs;
+  double minimize_time = MinimizeOptions{}.max_seconds;
+};
+
+int run_fuzz(const Globals& g, const FuzzArgs& a) {
+  const KernelRegistry reg = g.registry();
+  CampaignOptions o;
+  o.kernels = resolve_kernels(reg, a.kernels);
+  o.seed = a.seed;
+  o.first_case = a.first_case;
+  o.time_s = a.time.empty() ? -1 : parse_duration(a.time);
+  o.cases = a.cases >= 0 ? a.cases : (o.time_s < 0 ? kDefaultCases : -1);
+  o.jobs = a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
+  std::string error;
+  auto mix = GeneratorMix::parse(a.classes, &error);
+  if (!mix) throw BadInput{"--classes: " + error};
+  o.mix = *mix;
+  o.corpus_dir = !a.corpus.empty() ? a.corpus : !a.out.empty() ? a.out + "/corpus" : kDefaultCorpus;
+  o.minimize = !a.no_minimize;
+  o.minimize_options.max_runs = a.minimize_runs;
+  o.minimize_options.max_seconds = a.minimize_time;
+  o.command = g.command_line;
+
+  ProgressLine progress(stdout, progress_mode(a.progress));
+  o.on_progress = [&](const ProgressSnapshot& s) { progress.update(s); };
+  o.on_failure = [&](const ReportFailure& f) {
+    progress.message(fmt::format("{} failure: {} {} (case {}, class {}){}", f.status, f.kernel,
+                                 verdict_name(f.verdict), f.case_index, f.generator,
+                                 f.repro.empty() ? "" : "\n  repro: " + f.repro));
+  };
+  const Runner runner(g.run_options());
+  const Report r = run_campaign(o, runner);
+  progress.finish();
+  write_report(r, a.out);
+  print_summary(r, a.out);
+  return r.new_failures() > 0 || !r.errors.empty() ? kExitFailuresFound : kExitOk;
+}
+
+struct ReplayArgs {
+  std::vector<std::string> dirs;
+  std::vector<std::string> kernels;
+  std::string out;
+  bool verbose = false;
+};
+
+// Every case file of every folder against the named kernels, or against the
+// kernel each file records.
+int run_replay(const Globals& g, const ReplayArgs& a) {
+  const KernelRegistry reg = g.registry();
+  const std::vector<CampaignKernel> override = a.kernels.empty() ? std::vector<CampaignKernel>{}
+                                                                 : resolve_kernels(reg, a.kernels);
+  const Runner runner(g.run_options());
+  Report r;
+  r.run.kind = "replay";
+  r.run.command = g.command_line;
+  r.run.oracle = runner.oracle_name();
+  r.run.started_utc = utc_now();
+  const auto t0 = std::chrono::steady_clock::now();
+  bool bad_input = false;
+  std::vector<std::string> files;
+  for (const std::string& dir : a.dirs) {
+    std::string error;
+    auto listed = list_case_files(dir, &error);
+    if (!listed) {
+      fmt::print(stderr, "{}\n", error);
+      bad_input = true;
+      continue;
+    }
+    files.insert(files.end(), listed->begin(), listed->end());
+    r.run.corpus += (r.run.corpus.empty() ? "" : " ") + dir;
+  }
+  auto kernel_slot = [&](const CampaignKernel& k) {
+    for (size_t n = 0; n < r.kernels.size(); ++n)
+      if (r.kernels[n].name == k.kernel->name) return n;
+    r.kernels.push_back({k.kernel->name, k.origin, k.kernel->description ? k.kernel->description : "",
+                         masked_row_name(k.kernel->conventions.masked_row_output),
+                         empty_lse_name(k.kernel->conventions.empty_lse), 0});
+    return r.kernels.size() - 1;
+  };
+  for (const CampaignKernel& k : override) kernel_slot(k);
+  int64_t index = 0;
+  for (const std::string& file : files) {
+    std::string error;
+    std::optional<Case> c = load_case_file(file, &error);
+    if (!c) {
+      fmt::print(stderr, "{}\n", error);
+      bad_input = true;
+      continue;
+    }
+    std::vector<CampaignKernel> kernels = override;
+    if (kernels.empty()) {
+      const KernelEntry* e = nullptr;
+      for (const KernelEntry& entry : reg.entries())
+        if (c->kernel == entry.kernel->name) e = &entry;
+      if (!e) {
+        fmt::print(stderr, "{}: field 'kernel': {} (pass --kernel)\n", file,
+                   c->kernel.empty() ? "the file names no kernel" : "unknown kernel '" + c->kernel + "'");
+        bad_input = true;
+        continue;
+      }
+      kernels.push_back({e->kernel, e->origin});
+    }
+    ReportCase rc;
+    rc.index = index++;
+    rc.generator = "corpus";
+    rc.verdicts.assign(r.kernels.size() + kernels.size(), VerdictClass::Unsupported);
+    for (const CampaignKernel& k : kernels) {
+      const size_t slot = kernel_slot(k);
+      CaseOutcome out;
+      try {
+        out = runner.run(*k.kernel, *c);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "{}: {}\n", file, e.what());
+        bad_input = true;
+        continue;
+      }
+      r.kernels[slot].kernel_s += out.timing.kernel;
+      r.timing.generate_s += out.timing.generate;
+      r.timing.oracle_s += out.timing.oracle;
+      r.timing.kernel_s += out.timing.kernel;
+      r.timing.judge_s += out.timing.judge;
+      ReportCell& cell = r.cell(k.kernel->name, "corpus");
+      ++cell.cases;
+      ++cell.by_verdict[size_t(out.verdict.cls)];
+      rc.verdicts[slot] = out.verdict.cls;
+      const Verdict& v = out.verdict;
+      if (a.verbose || is_failure(v.cls))
+        fmt::print("{}: {}: {}{}\n", file, k.kernel->name, verdict_name(v.cls), v.detail.empty() ? "" : " (" + v.detail + ")");
+      if (!is_failure(v.cls)) continue;
+      if (v.worst.valid) fmt::print("  worst {}\n", v.worst.format());
+      ReportFailure f;
+      f.kernel = k.kernel->name;
+      f.verdict = v.cls;
+      f.signature = f.raw_signature = provenance_value(*c, kProvSignature);
+      f.status = "new";  // a corpus case that fails again is a regression
+      f.generator = "corpus";
+      f.occurrences = 1;
+      f.detail = v.detail;
+      f.worst = v.worst;
+      f.case_file = file;
+      f.repro = "attnfuzz repro " + (a.kernels.empty() ? "" : "--kernel " + f.kernel + " ") + file;
+      f.case_text = write_case(*c);
+      fmt::print("  repro: {}\n", f.repro);
+      r.failures.push_back(std::move(f));
+    }
+    rc.verdicts.resize(r.kernels.size(), VerdictClass::Unsupported);
+    r.cases.push_back(std::move(rc));
+  }
+  r.run.cases = int64_t(r.cases.size());
+  r.run.stop_reason = "corpus";
+  r.run.wall_s = r.timing.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.timing.cases_per_second = r.run.wall_s > 0 ? double(r.run.cases) / r.run.wall_s : 0;
+  write_report(r, a.out);
+  int64_t runs = 0, passed = 0, unsupported = 0, failed = 0;
+  for (const ReportCell& c : r.cells) {
+    runs += c.cases;
+    passed += c.count(VerdictClass::Pass);
+    unsupported += c.count(VerdictClass::Unsupported);
+    failed += c.failed();
+  }
+  fmt::print("replay: {} case files, {} kernel runs: {} pass, {} unsupported, {} fail ({:.1f} s)\n", files.size(),
+             runs, passed, unsupported, failed, r.run.wall_s);
+  if (bad_input) return kExitBadInput;
+  return failed ? kExitFailuresFound : kExitOk;
+}
+
+}  // namespace
+
+Action add_fuzz_command(CLI::App& app, Globals& g) {
+  auto* sub = app.add_subcommand("fuzz", "run an adversarial fuzz campaign; exit 1 when something new failed");
+  auto a = std::make_shared<FuzzArgs>();
+  sub->add_option("--kernel,-k", a->kernels, "kernel name, comma list, or 'all' (every non-mutant kernel)")
+      ->required();
+  auto* time = sub->add_option("--time,-t", a->time, "run for this long: 90, 90s, 5m, 1.5h");
+  sub->add_option("--cases,-n", a->cases, "run this many cases (default " + std::to_string(kDefaultCases) +
+                                              " when no --time)")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(time);
+  sub->add_option("--seed,-s", a->seed, "campaign seed: case i is a function of (seed, i)")->capture_default_str();
+  sub->add_option("--first-case", a->first_case, "index of the first case (shards)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--corpus", a->corpus,
+                  "folder of minimized failures; resumes from what it holds (default OUT/corpus, else " +
+                      std::string(kDefaultCorpus) + ")");
+  sub->add_option("--out,-o", a->out, "report folder (report.json)");
+  sub->add_option("--jobs,-j", a->jobs, "worker threads (0: one per core); results do not depend on it")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
+  sub->add_option("--classes", a->classes, "generator classes and weights, e.g. late_max=3,masking=1, or all")
+      ->capture_default_str();
+  sub->add_flag("--no-minimize", a->no_minimize, "save failures as generated, without shrinking them");
+  sub->add_option("--minimize-runs", a->minimize_runs, "kernel runs per minimization")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  sub->add_option("--minimize-time", a->minimize_time, "seconds per minimization")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--progress", a->progress, "progress display: auto, terminal, plain, off")->capture_default_str();
+  return [&g, a]() { return run_fuzz(g, *a); };
+}
+
+Action add_replay_command(CLI::App& app, Globals& g) {
+  auto* sub = app.add_subcommand("replay", "re-run every case file of corpus folders; exit 1 if any fails");
+  auto a = std::make_shared<ReplayArgs>();
+  sub->add_option("dirs", a->dirs, "corpus folders (their *.case files)")->required();
+  sub->add_option("--kernel,-k", a->kernels, "run against these kernels (name, list, 'all') instead of each file's");
+  sub->add_option("--out,-o", a->out, "report folder (report.json)");
+  sub->add_flag("--verbose,-v", a->verbose, "print every verdict, not only failures");
+  return [&g, a]() { return run_replay(g, *a); };
+}
+
+}  // namespace afz::cli
