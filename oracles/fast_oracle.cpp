@@ -4,9 +4,9 @@
 // leaves a verdict open is recomputed by the escalation tier (Ziv).
 //
 // Scores are double-doubles (Dot2: TwoProd + TwoSum, Ogita-Rump-Oishi 2005)
-// and the max is subtracted in two parts, mask and dot product separately,
-// so a row whose keys all carry an additive mask of -3.4e38 still has its
-// scores' differences to ~1e-28.  The exponentials are libm's, in double:
+// and the max is subtracted part by part (the mask, then the two halves of
+// the softcapped dot product), so a row whose keys all carry an additive
+// mask of -3.4e38 still has its scores' differences to ~1e-28.  The exponentials are libm's, in double:
 // they are the dominant error (about 5 u per weight, u = 2^-53), and l and
 // every numerator are compensated sums, so the result is within roughly
 // 11 u (cond + |o|) of the exact value, cond = sum_j w_j |v_j|.
@@ -156,25 +156,33 @@ void accumulate_values(const float* __restrict v_base, int v_stride, const int32
   }
 }
 
-// s_j - m for the reference m = m_a + m_g (two doubles, so m is exact),
-// computed as (a_j - m_a) + (g_j - m_g) so that neither a huge mask nor a
-// huge dot product swamps the difference.  Both differences are TwoSums
-// (exact); the rest is two additions of terms u times smaller:
-//   |result - exact| <= u^2 (|Ah| + |Gh|) (from Gl + g.lo and Al + Gl)
-//                     + u^2 (|H| + |Ah| + |Gh|) (from E + ...) + u^2 |g.hi|
-//                    <= 1.1 u^2 (3 |Ah| + 4 |Gh| + |g.hi|)   with |H| <= |Ah| + |Gh|.
+// s_j - m for the reference m = m_a + m_g + m_gl (three doubles, so m is
+// exact), computed as (a_j - m_a) + (g_j.hi - m_g) + (g_j.lo - m_gl) so that
+// neither a huge mask nor a huge dot product swamps the difference.  The
+// first two differences are TwoSums (exact); the rest are additions of
+// terms u times smaller:
+//   g.lo - m_gl and its addition to gl:   u^2 (|g.hi| + |m_g|) + u^2 (|Gh| + |g.hi| + |m_g|)
+//   al + gl and its addition to e:        u^2 (|Ah| + |Gh|) + u^2 (|H| + |Ah| + |Gh|)
+// so, with |H| <= |Ah| + |Gh| and 10% for higher orders,
+//   |result - exact| <= 1.1 u^2 (3 |Ah| + 4 |Gh| + 2 |g.hi| + 2 |m_g|).
+// The reference key itself gets exactly 0, hence weight exactly 1.
 struct Shift {
   Pair d;
   double err;
 };
-Shift shifted(double a, Pair g, double m_a, double m_g) {
+struct Reference {
+  double m_a, m_g, m_gl;
+  int key;  // ordinal of the reference key among the visible ones
+};
+Shift shifted(double a, Pair g, const Reference& m) {
   double ah, al, gh, gl, h, e;
-  eft::two_sum(a, -m_a, ah, al);
-  eft::two_sum(g.hi, -m_g, gh, gl);
-  gl += g.lo;
+  eft::two_sum(a, -m.m_a, ah, al);
+  eft::two_sum(g.hi, -m.m_g, gh, gl);
+  gl += g.lo - m.m_gl;
   eft::two_sum(ah, gh, h, e);
   e += al + gl;
-  return {eft::normalize(h, e), 1.1 * kU * kU * (3 * std::fabs(ah) + 4 * std::fabs(gh) + std::fabs(g.hi))};
+  const double err = 1.1 * kU * kU * (3 * std::fabs(ah) + 4 * std::fabs(gh) + 2 * std::fabs(g.hi) + 2 * std::fabs(m.m_g));
+  return {eft::normalize(h, e), err};
 }
 
 class FastRows {
@@ -222,10 +230,6 @@ class FastRows {
   }
 
  private:
-  struct Reference {
-    double m_a, m_g;  // m = m_a + m_g, exact
-  };
-
   void resize_keys(int n) {
     for (auto* v : {&t_hi_, &t_lo_, &abs_dot_, &g_hi_, &g_lo_, &sigma_, &delta_, &e_, &e_sigma_, &e_rho_, &tail_})
       v->resize(n);
@@ -254,15 +258,15 @@ class FastRows {
     }
   }
 
-  // The key with the largest score, compared through the same two-part
+  // The key with the largest score, compared through the same three-part
   // difference the weights use, so that no computed shift is noticeably
-  // positive.  m = a_best + g_best.hi is an exact reference: any m gives the
+  // positive.  m = a_best + g_best is an exact reference: any m gives the
   // same o and lse = m + ln sum exp(s_j - m).
   Reference reference(int n) const {
     int best = 0;
     for (int jj = 1; jj < n; ++jj)
-      if (shifted(add_[jj], {g_hi_[jj], g_lo_[jj]}, add_[best], g_hi_[best]).d.hi > 0) best = jj;
-    return {add_[best], g_hi_[best]};
+      if (shifted(add_[jj], {g_hi_[jj], g_lo_[jj]}, {add_[best], g_hi_[best], g_lo_[best], best}).d.hi > 0) best = jj;
+    return {add_[best], g_hi_[best], g_lo_[best], best};
   }
 
   // e_j = exp(s_j - m) and the bound on its error.  With D_j = delta_j +
@@ -275,7 +279,7 @@ class FastRows {
   bool weights(int n, const Reference& ref) {
     bool trusted = true;
     for (int jj = 0; jj < n; ++jj) {
-      const Shift sh = shifted(add_[jj], {g_hi_[jj], g_lo_[jj]}, ref.m_a, ref.m_g);
+      const Shift sh = shifted(add_[jj], {g_hi_[jj], g_lo_[jj]}, ref);
       const double D = delta_[jj] + sh.err;
       if (sh.d.hi < kExpUnderflow) {
         e_[jj] = e_sigma_[jj] = e_rho_[jj] = 0;
@@ -341,27 +345,29 @@ class FastRows {
       out.o_err[e] = F * (eps_n + std::fabs(o.hi) * eps_l) / l_low + 16 * kU * kU * std::fabs(o.hi) + kTiny;
     }
 
-    // lse = m_a + m_g + ln l.  ln(l_hi + l_lo) = ln l_hi + l_lo / l_hi up
-    // to (l_lo / l_hi)^2 <= u^2, and ln_lo rounds by u^2; libm's log costs
+    // lse = m_a + m_g + m_gl + ln l.  ln(l_hi + l_lo) = ln l_hi + l_lo / l_hi
+    // up to (l_lo / l_hi)^2 <= u^2, and ln_lo rounds by u^2; libm's log costs
     // 4u |ln l_hi|.  The TwoSum errors e1 <= u(|m_a| + |m_g|) and e2 <= u(|x1|
-    // + |ln|) are added in two roundings of u times their sum: in all at most
-    // 4.4 u^2 (|m_a| + |m_g| + |ln l_hi| + 2) with those two u^2.  l's own
+    // + |ln|) are added with m_gl (<= u |m_g|) and ln_lo in three roundings of
+    // u times their sum: in all at most 5.5 u^2 (|m_a| + |m_g| + |ln l_hi| + 2)
+    // with the two u^2 above.  l's own
     // error moves ln l by -ln(1 - eps_l / l^) <= (eps_l / l^) / (1 - eps_l / l^).
     const double ln_hi = std::log(l.hi), ln_lo = l.lo / l.hi;
     double x1, e1, x2, e2;
     eft::two_sum(ref.m_a, ref.m_g, x1, e1);
     eft::two_sum(x1, ln_hi, x2, e2);
-    const Pair lse = eft::normalize(x2, e1 + e2 + ln_lo);
+    const Pair lse = eft::normalize(x2, e1 + e2 + ref.m_gl + ln_lo);
     out.lse[id.r] = DD{lse.hi, lse.lo};
     const double rel_l = eps_l / l.hi;
     out.lse_err[id.r] = F * (rel_l / (1 - rel_l) + 4 * kU * std::fabs(ln_hi) +
-                             4.4 * kU * kU * (std::fabs(ref.m_a) + std::fabs(ref.m_g) + std::fabs(ln_hi) + 2)) +
+                             5.5 * kU * kU * (std::fabs(ref.m_a) + std::fabs(ref.m_g) + std::fabs(ln_hi) + 2)) +
                         kTiny;
 
     out.lse_cond_score[id.r] = sum_e_sigma / l.hi;
     out.max_abs_score[id.r] = max_abs_score;
     out.max_sigma[id.r] = max_sigma;
     out.visible_keys[id.r] = n;
+    out.max_key[id.r] = ref.key;
     out.empty[id.r] = 0;
     return trusted;
   }

@@ -22,6 +22,7 @@ void OracleResult::resize(int batch_, int heads_q_, int max_sq_, int dv_) {
   max_abs_score.assign(n_rows, 0.0);
   max_sigma.assign(n_rows, 0.0);
   visible_keys.assign(n_rows, 0);
+  max_key.assign(n_rows, -1);
   o_err.assign(n_elems, 0.0);
   lse_err.assign(n_rows, 0.0);
 }

@@ -38,6 +38,8 @@ struct OracleResult {
   std::vector<double> max_abs_score;   // [row]  max_j |s_j| over visible keys
   std::vector<double> max_sigma;       // [row]  max_j sigma_j over visible keys (bound's slack)
   std::vector<int32_t> visible_keys;   // [row]  number of visible keys N
+  std::vector<int32_t> max_key;        // [row]  ordinal among the visible keys of the first one with the
+                                       //        largest s_j (-1: empty row); for the reports' statistics
   // sigma_j = scale * sum_x |q_x k_jx| + |softcap| + |a_j|: the magnitude
   // that a kernel's rounding of the score s_j is proportional to.
   // The oracle's own error bound on o and lse (0 for the multiprecision

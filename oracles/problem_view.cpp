@@ -174,9 +174,15 @@ void CondTerms::begin(int dv) {
   cond_score_.assign(dv, 0.0);
   abs_v_.assign(dv, 0.0);
   lse_cond_score_ = max_abs_score_ = max_sigma_ = 0;
+  max_w_ = -1;
+  max_key_ = -1;
 }
 
 void CondTerms::add_key(double w, double sigma, double abs_score, const float* v) {
+  if (w > max_w_) {
+    max_w_ = w;
+    max_key_ = n_;
+  }
   ++n_;
   const double ws = w * sigma;
   for (int x = 0; x < dv_; ++x) {
@@ -201,6 +207,7 @@ void CondTerms::finish(double l, int64_t r, OracleResult& out) const {
   out.max_abs_score[r] = max_abs_score_;
   out.max_sigma[r] = max_sigma_;
   out.visible_keys[r] = n_;
+  out.max_key[r] = max_key_;
   out.empty[r] = 0;
 }
 
@@ -215,6 +222,7 @@ void write_empty_row(OracleResult& out, int64_t r) {
   out.empty[r] = 1;
   out.lse_cond_score[r] = out.max_abs_score[r] = out.max_sigma[r] = out.lse_err[r] = 0.0;
   out.visible_keys[r] = 0;
+  out.max_key[r] = -1;
 }
 
 }  // namespace afz::oracle_detail

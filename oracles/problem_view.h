@@ -110,6 +110,8 @@ class CondTerms {
   int dv_ = 0, n_ = 0;
   std::vector<double> cond_, cond_score_, abs_v_;
   double lse_cond_score_ = 0, max_abs_score_ = 0, max_sigma_ = 0;
+  double max_w_ = -1;  // w_j = exp(s_j - m) / l is largest where s_j is
+  int max_key_ = -1;
 };
 
 // Writes row r as empty: o = 0 exactly, lse = -inf, no keys, no error.
