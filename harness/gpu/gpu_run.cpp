@@ -88,6 +88,7 @@ class WorkerClient {
   ~WorkerClient() { stop(false); }
 
   bool alive() const { return pid_ > 0; }
+  void shut_down() { stop(false); }
   int pid() const { return pid_; }
   const std::string& device() const { return device_; }
 
@@ -282,5 +283,7 @@ WorkerRun run_in_worker(const afz_kernel& k, Materialized& m, double timeout_s) 
 }
 
 int worker_pid() { return this_thread_client().pid(); }
+
+void stop_worker() { this_thread_client().shut_down(); }
 
 }  // namespace afz::gpu

@@ -11,7 +11,9 @@
 // calls CUDA.  attnfuzz starts workers by fork + exec of its own binary
 // (`attnfuzz worker --fd N`, use_exec_worker); a program without that
 // subcommand (the test binary) gets plain forks, valid because it never
-// touches CUDA before forking either.
+// touches CUDA before forking either.  A forked worker runs the kernel at the
+// address the harness passes, so a kernel object must exist (unchanged) when
+// the worker is forked: stop_worker() first when it was made later (tests).
 #pragma once
 #include <string>
 
@@ -40,5 +42,7 @@ WorkerRun run_in_worker(const afz_kernel& k, Materialized& m, double timeout_s);
 
 // This thread's worker process id, -1 when none runs (tests).
 int worker_pid();
+// Ends this thread's worker (the next case starts a fresh one).
+void stop_worker();
 
 }  // namespace afz::gpu
