@@ -13,17 +13,24 @@
 namespace afz::eft {
 
 // s + e == a + b exactly, s = fl(a + b).  Knuth's branch-free TwoSum: no
-// assumption on the magnitudes (6 flops).
-inline void two_sum(double a, double b, double& s, double& e) {
-  s = a + b;
-  const double bb = s - a;
-  e = (a - (s - bb)) + (b - bb);
+// assumption on the magnitudes (6 flops).  T is double or a vector of
+// doubles (GCC/Clang vector extensions), element by element; vectors go by
+// reference, since a 32-byte vector by value has a different ABI with and
+// without AVX.  The inputs are copied first: s may be the same object as a.
+template <class T>
+inline void two_sum(const T& a, const T& b, T& s, T& e) {
+  const T x = a, y = b;
+  s = x + y;
+  const T bb = s - x;
+  e = (x - (s - bb)) + (y - bb);
 }
 
 // Same when |a| >= |b| (or a == 0): Dekker's FastTwoSum (3 flops).
-inline void fast_two_sum(double a, double b, double& s, double& e) {
-  s = a + b;
-  e = b - (s - a);
+template <class T>
+inline void fast_two_sum(const T& a, const T& b, T& s, T& e) {
+  const T x = a, y = b;
+  s = x + y;
+  e = y - (s - x);
 }
 
 // p + e == a * b exactly unless a * b underflows (then |error| <= 2^-1075):
@@ -32,6 +39,19 @@ inline void fast_two_sum(double a, double b, double& s, double& e) {
 inline void two_prod(double a, double b, double& p, double& e) {
   p = a * b;
   e = std::fma(a, b, -p);
+}
+
+// hi + lo == a exactly with hi holding at most 26 significant bits and lo at
+// most 27 (Veltkamp's split, exact even with underflow; a must be below
+// 2^996 so that the multiplication cannot overflow).  A product of either
+// part with a value of at most 24 significant bits (every fp32, fp16 or
+// bf16 number) is then exact in double, so a * v == hi * v + lo * v without
+// an FMA.
+inline void split(double a, double& hi, double& lo) {
+  constexpr double kSplitter = 0x1p27 + 1;
+  const double c = kSplitter * a;
+  hi = c - (c - a);
+  lo = a - hi;
 }
 
 // An unevaluated sum hi + lo, normalized so that hi = fl(hi + lo).

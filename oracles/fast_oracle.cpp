@@ -16,6 +16,8 @@
 // on x86_64).  The derivation of each bound sits next to the code it covers.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -24,11 +26,13 @@
 #include "oracle.h"
 #include "problem_view.h"
 
-// The two hot loops are compiled twice, with and without FMA/AVX2, and the
-// loader picks one by CPU (GNU ifunc).  Both give the same bits: std::fma is
-// correctly rounded either way and the loops only vectorize across
-// independent lanes, never reassociating a sum.  Sanitizer builds skip the
-// clones: an ifunc resolver runs before the sanitizer runtime is ready.
+// The two hot loops work on vectors of kVec doubles (GCC/Clang vector
+// extensions) and are compiled twice, for AVX2 and for baseline x86-64 (two
+// SSE2 halves per vector); the loader picks one by CPU (GNU ifunc).  Both
+// give the same bits: the loops only run independent lanes side by side,
+// never reassociating a sum, and need no FMA (see dot2_keys and
+// accumulate_values).  Sanitizer builds skip the clones: an ifunc resolver
+// runs before the sanitizer runtime is ready.
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define AFZ_NO_CLONES 1
@@ -38,9 +42,9 @@
 #define AFZ_NO_CLONES 1
 #endif
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && !defined(AFZ_NO_CLONES)
-#define AFZ_FMA_CLONES __attribute__((target_clones("fma", "default")))
+#define AFZ_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
 #else
-#define AFZ_FMA_CLONES
+#define AFZ_SIMD_CLONES
 #endif
 
 namespace afz {
@@ -52,7 +56,9 @@ using oracle_detail::KvCache;
 using oracle_detail::ProblemView;
 using oracle_detail::RowId;
 
-constexpr int kLanes = 4;                     // independent accumulators, one SIMD register of doubles
+constexpr int kVec = 4;                       // doubles per vector: one AVX2 register
+constexpr int kLanes = 2 * kVec;              // independent dot-product lanes: two vectors hide add latency
+constexpr int kPad = kLanes;                  // K and V rows are zero-padded to a multiple of this
 constexpr double kU = 0x1p-53;                // unit roundoff of double
 constexpr double kTiny = 0x1p-1074;           // smallest subnormal: the absolute error of an underflow
 // Below this argument exp(x) < 2^-1075: the weight rounds to 0 and the true
@@ -74,40 +80,72 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 double gamma(double n) { return n * kU / (1 - n * kU); }
 
-// Dot2 of q with each listed key, in kLanes interleaved lanes: lane l sums
-// x = l (mod kLanes).  Per product, TwoProd gives h + r = q_x k_x exactly
-// and TwoSum folds h into the lane's running sum P exactly, its error e
-// going with r into the lane's correction S (plain additions).  The lanes
-// are then folded with TwoSum as well.  Every step but the additions into
-// S is exact, so the only error is that of summing the 2d + 3 terms e, r
-// in double: gamma(2d + 3) times their total magnitude, which is at most
-// (d/4 + 4) u D with D = sum_x |q_x k_x| (each e is u times a lane's
-// partial sum, each r u times its product).  Hence, with d' = d rounded up
-// to kLanes (zero padding adds exact zeros),
-//   |t_hi + t_lo - q.k| <= gamma(2d' + 3) (d'/4 + 4) u D(1 + gamma(d')).
-// abs_dot receives sum |h| (within (d' + 1) u of D).
-AFZ_FMA_CLONES
+typedef double Vd __attribute__((vector_size(kVec * sizeof(double))));
+typedef float Vf __attribute__((vector_size(kVec * sizeof(float))));
+typedef uint64_t Vu __attribute__((vector_size(kVec * sizeof(uint64_t))));
+
+// Vectors travel through references and out-parameters only: a 32-byte
+// vector by value has another ABI with and without AVX, which the clones
+// would cross (Clang rejects that, GCC warns).
+inline void load_vd(Vd& v, const double* p) { std::memcpy(&v, p, sizeof v); }
+inline void load_widened(Vd& v, const float* p) {  // float -> double is exact
+  Vf f;
+  std::memcpy(&f, p, sizeof f);
+  v = __builtin_convertvector(f, Vd);
+}
+inline void store_vd(double* p, const Vd& v) { std::memcpy(p, &v, sizeof v); }
+inline void broadcast(Vd& v, double x) { v = Vd{} + x; }
+inline void add_abs(Vd& acc, const Vd& x) {  // acc += |x|, by clearing the sign bits
+  constexpr uint64_t kNoSign = ~(uint64_t{1} << 63);
+  acc += (Vd)((Vu)x & kNoSign);
+}
+inline void add_scaled_abs(Vd& acc, const Vd& w, const Vd& abs_x) { acc += w * abs_x; }
+
+// Dot2 of q with each listed key.  q and k hold at most 24 significant bits
+// (every input dtype is a subset of fp32), so each product h = q_x k_x is
+// exact in double (48 bits, and no underflow: |h| >= 2^-298): TwoProd's
+// error term is identically 0 and needs no FMA.  TwoSum folds h into lane
+// l's running sum P exactly (lane l takes x = l mod kLanes), its error e
+// going into the lane's correction S by plain additions; the lanes are
+// folded with TwoSum too.  Every step but the additions into S is exact, so
+// the only error is that of summing those d' + kLanes - 1 error terms in
+// double: gamma(d' + kLanes) times their total magnitude, at most
+// (d' / kLanes + kLanes) u D with D = sum_x |q_x k_x| (each e is u times a
+// lane's partial sum).  Hence, with d' = d rounded up to kPad (the zero
+// padding adds exact zeros),
+//   |t_hi + t_lo - q.k| <= gamma(d' + kLanes) (d'/kLanes + kLanes) u D.
+// abs_dot receives D itself, rounded (relative gamma(d')).
+AFZ_SIMD_CLONES
 void dot2_keys(const double* __restrict q, const float* __restrict k_base, int k_stride, const int32_t* __restrict keys,
                int n, int d_padded, double* __restrict t_hi, double* __restrict t_lo, double* __restrict abs_dot) {
   for (int jj = 0; jj < n; ++jj) {
     const float* __restrict k = k_base + int64_t(keys[jj]) * k_stride;
-    double P[kLanes] = {}, S[kLanes] = {}, A[kLanes] = {};
+    Vd P0{}, P1{}, S0{}, S1{}, A0{}, A1{};
     for (int x = 0; x < d_padded; x += kLanes) {
-      for (int l = 0; l < kLanes; ++l) {
-        double h, r, s, e;
-        eft::two_prod(q[x + l], double(k[x + l]), h, r);
-        eft::two_sum(P[l], h, s, e);
-        P[l] = s;
-        S[l] += e + r;
-        A[l] += std::fabs(h);
-      }
+      Vd q0, q1, k0, k1;
+      load_vd(q0, q + x), load_vd(q1, q + x + kVec);
+      load_widened(k0, k + x), load_widened(k1, k + x + kVec);
+      const Vd h0 = q0 * k0, h1 = q1 * k1;  // exact
+      Vd s, e;
+      eft::two_sum(P0, h0, s, e);
+      P0 = s;
+      S0 += e;
+      eft::two_sum(P1, h1, s, e);
+      P1 = s;
+      S1 += e;
+      add_abs(A0, h0);
+      add_abs(A1, h1);
     }
-    double p = P[0], c = S[0], a = A[0];
-    for (int l = 1; l < kLanes; ++l) {
+    double p = P0[0], c = S0[0] + S1[0], a = A0[0] + A1[0];
+    for (int l = 0; l < kVec; ++l) {
       double e;
-      eft::two_sum(p, P[l], p, e);
-      c += e + S[l];
-      a += A[l];
+      if (l > 0) {
+        eft::two_sum(p, P0[l], p, e);
+        c += e + S0[l] + S1[l];
+        a += A0[l] + A1[l];
+      }
+      eft::two_sum(p, P1[l], p, e);
+      c += e;
     }
     eft::two_sum(p, c, t_hi[jj], t_lo[jj]);
     abs_dot[jj] = a;
@@ -115,43 +153,72 @@ void dot2_keys(const double* __restrict q, const float* __restrict k_base, int k
 }
 
 // Per element x of the output, over the listed keys:
-//   (S, C)  the compensated numerator sum_j e_j v_jx (Dot2 again),
+//   (S, C)  the compensated numerator sum_j e_j v_jx,
 //   A1 = sum_j e_j |v_jx|,  A2 = sum_j e_j sigma_j |v_jx|,  A3 = sum_j |v_jx|,
 //   A4 = sum_j e_j rho_j |v_jx|: the condition terms times l and the
-//   weights' error budget.  Keys whose weight underflowed only feed A3.
+//   weights' error budget.
+// e_j v_jx is made exact without an FMA: e_j = hi + lo (eft::split, once per
+// key) and both parts times a 24-bit v are exact, so each key adds two exact
+// products to the numerator through two TwoSums whose errors go to C.  The
+// only rounding is in C's additions: 2n error terms, each at most u times a
+// partial sum (<= u A1), summed in double: gamma(2n)(2n + 1) u A1.  Products
+// that underflow (a subnormal weight) add at most kTiny each.
+// A key whose weight underflowed to 0 goes through the same steps, which then
+// change nothing but A3.  Keys are applied kKeyBlock at a time to each vector
+// of elements, in key order, so the accumulators stay in registers and the
+// sums are the same as one key at a time.
 struct ValueSums {
   std::vector<double> S, C, A1, A2, A3, A4;
+  std::vector<float> zero_row;  // stands in for the missing keys of a short last block
   void reset(int n) {
     for (auto* v : {&S, &C, &A1, &A2, &A3, &A4}) v->assign(n, 0.0);
+    zero_row.assign(n, 0.0f);
   }
 };
 
-AFZ_FMA_CLONES
+constexpr int kKeyBlock = 4;
+
+AFZ_SIMD_CLONES
 void accumulate_values(const float* __restrict v_base, int v_stride, const int32_t* __restrict keys,
                        const double* __restrict e, const double* __restrict e_sigma, const double* __restrict e_rho,
-                       int n, int dv_padded, double* __restrict S, double* __restrict C, double* __restrict A1,
-                       double* __restrict A2, double* __restrict A3, double* __restrict A4) {
-  for (int jj = 0; jj < n; ++jj) {
-    const float* __restrict v = v_base + int64_t(keys[jj]) * v_stride;
-    const double w = e[jj], ws = e_sigma[jj], wr = e_rho[jj];
-    if (w == 0) {
-      for (int x = 0; x < dv_padded; ++x) A3[x] += std::fabs(double(v[x]));
-      continue;
+                       int n, int dv_padded, const float* __restrict zero_row, double* __restrict S,
+                       double* __restrict C, double* __restrict A1, double* __restrict A2, double* __restrict A3,
+                       double* __restrict A4) {
+  for (int j0 = 0; j0 < n; j0 += kKeyBlock) {
+    const float* __restrict v[kKeyBlock];
+    Vd w_hi[kKeyBlock], w_lo[kKeyBlock], w[kKeyBlock], ws[kKeyBlock], wr[kKeyBlock];
+    for (int b = 0; b < kKeyBlock; ++b) {
+      // A short last block is completed with weight 0 and a row of zeros,
+      // which leave every sum as it is.
+      const bool real = j0 + b < n;
+      v[b] = real ? v_base + int64_t(keys[j0 + b]) * v_stride : zero_row;
+      const double wj = real ? e[j0 + b] : 0.0;
+      double hi, lo;
+      eft::split(wj, hi, lo);
+      broadcast(w_hi[b], hi);
+      broadcast(w_lo[b], lo);
+      broadcast(w[b], wj);
+      broadcast(ws[b], real ? e_sigma[j0 + b] : 0.0);
+      broadcast(wr[b], real ? e_rho[j0 + b] : 0.0);
     }
-    for (int x = 0; x < dv_padded; x += kLanes) {
-      for (int l = 0; l < kLanes; ++l) {
-        const int i = x + l;
-        const double vx = v[i], av = std::fabs(vx);
-        double h, r, s, q;
-        eft::two_prod(w, vx, h, r);
-        eft::two_sum(S[i], h, s, q);
-        S[i] = s;
-        C[i] += q + r;
-        A1[i] += w * av;
-        A2[i] += ws * av;
-        A3[i] += av;
-        A4[i] += wr * av;
+    for (int x = 0; x < dv_padded; x += kVec) {
+      Vd s, c, a1, a2, a3, a4;
+      load_vd(s, S + x), load_vd(c, C + x), load_vd(a1, A1 + x), load_vd(a2, A2 + x), load_vd(a3, A3 + x),
+          load_vd(a4, A4 + x);
+      for (int b = 0; b < kKeyBlock; ++b) {
+        Vd vx, av{}, t, q1, q2;
+        load_widened(vx, v[b] + x);
+        add_abs(av, vx);
+        eft::two_sum(s, w_hi[b] * vx, t, q1);  // exact product
+        eft::two_sum(t, w_lo[b] * vx, s, q2);  // exact product
+        c += q1 + q2;
+        add_scaled_abs(a1, w[b], av);
+        add_scaled_abs(a2, ws[b], av);
+        a3 += av;
+        add_scaled_abs(a4, wr[b], av);
       }
+      store_vd(S + x, s), store_vd(C + x, c), store_vd(A1 + x, a1), store_vd(A2 + x, a2), store_vd(A3 + x, a3),
+          store_vd(A4 + x, a4);
     }
   }
 }
@@ -189,17 +256,15 @@ class FastRows {
  public:
   explicit FastRows(const ProblemView& view)
       : view_(view),
-        kv_(view, kLanes),
+        kv_(view, kPad),
         d_padded_(kv_.k_stride()),
         dv_padded_(kv_.v_stride()),
         q_(d_padded_, 0.0) {
-    const int d = view.head_dim();
     // Score error per unit of scale * sum|q k| (see dot2_keys), times
     // (1 + gamma(d')) for abs_dot's own rounding, plus 3.2 u^2 for the
     // scale product (eft::mul), with 10% for the bound's own roundings.
-    dot_err_ = 1.1 * (gamma(2 * d_padded_ + 3) * (d_padded_ / 4.0 + 4) * kU * (1 + gamma(d_padded_)) + 3.2 * kU * kU);
-    // TwoProd underflow in the dot product: at most kTiny per product.
-    dot_tiny_ = (d + kLanes) * kTiny;
+    const double d = d_padded_;
+    dot_err_ = 1.1 * (gamma(d + kLanes) * (d / kLanes + kLanes) * kU * (1 + gamma(d)) + 3.2 * kU * kU);
   }
 
   void compute(const RowId& id, OracleResult& out) {
@@ -220,7 +285,7 @@ class FastRows {
     bool trusted = weights(n, ref);
     sums_.reset(dv_padded_);
     accumulate_values(kv_.v(0), kv_.v_stride(), keys_.data(), e_.data(), e_sigma_.data(), e_rho_.data(), n, dv_padded_,
-                      sums_.S.data(), sums_.C.data(), sums_.A1.data(), sums_.A2.data(), sums_.A3.data(),
+                      sums_.zero_row.data(), sums_.S.data(), sums_.C.data(), sums_.A1.data(), sums_.A2.data(), sums_.A3.data(),
                       sums_.A4.data());
     trusted = finish(id, n, ref, trusted, out);
     if (!trusted) {
@@ -246,7 +311,7 @@ class FastRows {
     for (int jj = 0; jj < n; ++jj) {
       Pair g = eft::mul(Pair{t_hi_[jj], t_lo_[jj]}, scale);
       const double abs_scaled = std::fabs(scale) * abs_dot_[jj];
-      delta_[jj] = dot_err_ * abs_scaled + dot_tiny_ * (std::fabs(scale) + 1);
+      delta_[jj] = dot_err_ * abs_scaled + kTiny;  // kTiny: eft::mul's underflow
       if (cap != 0) {
         const double y = std::tanh(g.hi / cap);
         eft::two_prod(cap, y, g.hi, g.lo);
@@ -330,10 +395,10 @@ class FastRows {
 
     // o = N / l.  With N^, l^ within eps_N, eps_l of the exact N, l:
     //   |N^/l^ - N/l| <= (eps_N + |N^/l^| eps_l) / l,
-    // eps_N = sum_j |e^_j - e_j| |v_j| + Dot2's error: gamma(2n)(n + 1) u A1
-    // (as in dot2_keys, over n products) + n kTiny (TwoProd underflow);
-    // the DD division adds 16 u^2 |o| and a subnormal lo kTiny.
-    const double dot_n = gamma(2.0 * n) * (n + 1) * kU;
+    // eps_N = sum_j |e^_j - e_j| |v_j| + the numerator's own rounding,
+    // gamma(2n)(2n + 1) u A1 + 2n kTiny (see accumulate_values); the DD
+    // division adds 16 u^2 |o| and a subnormal lo kTiny.
+    const double dot_n = gamma(2.0 * n) * (2.0 * n + 1) * kU;
     for (int x = 0; x < dv; ++x) {
       const int64_t e = id.r * dv + x;
       const Pair o = eft::div(eft::normalize(sums_.S[x], sums_.C[x]), l);
@@ -341,7 +406,7 @@ class FastRows {
       out.cond[e] = sums_.A1[x] / l.hi;
       out.cond_score[e] = sums_.A2[x] / l.hi;
       out.cond_tiny[e] = sums_.A3[x] / l.hi;
-      const double eps_n = F * (sums_.A4[x] + zeta * sums_.A3[x] + dot_n * sums_.A1[x] + n * kTiny);
+      const double eps_n = F * (sums_.A4[x] + zeta * sums_.A3[x] + dot_n * sums_.A1[x] + 2.0 * n * kTiny);
       out.o_err[e] = F * (eps_n + std::fabs(o.hi) * eps_l) / l_low + 16 * kU * kU * std::fabs(o.hi) + kTiny;
     }
 
@@ -375,7 +440,7 @@ class FastRows {
   const ProblemView& view_;
   KvCache kv_;
   int d_padded_, dv_padded_;
-  double dot_err_ = 0, dot_tiny_ = 0;
+  double dot_err_ = 0;
   std::vector<double> q_;
   std::vector<int32_t> keys_;
   std::vector<double> add_, t_hi_, t_lo_, abs_dot_, g_hi_, g_lo_, sigma_, delta_, e_, e_sigma_, e_rho_, tail_;
