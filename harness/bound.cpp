@@ -14,12 +14,16 @@ constexpr double kInvE = 0x1.78b56362cef38p-2;  // 1/e: max of x e^-x
 ErrorBound::ErrorBound(const afz_precision& prec, afz_dtype in_dtype, afz_dtype out_dtype, int head_dim)
     : out_(out_dtype) {
   u_s_ = unit_roundoff(prec.score_dtype);
-  u_p_ = prec.p_dtype == prec.score_dtype ? 0.0 : unit_roundoff(prec.p_dtype);
+  // AFZ_P_DTYPE_OF_V is no dtype of its own: P is rounded to V's dtype, which
+  // is in_dtype (a case gives q, k and v one dtype).  Left unresolved it
+  // would read as fp32 and drop P's rounding from the bound.
+  const afz_dtype p_dtype = prec.p_dtype == AFZ_P_DTYPE_OF_V ? in_dtype : prec.p_dtype;
+  u_p_ = p_dtype == prec.score_dtype ? 0.0 : unit_roundoff(p_dtype);
   u_acc_ = unit_roundoff(prec.acc_dtype);
   // Smallest magnitudes lost entirely: half the subnormal step, or the whole
   // normal range below min_normal when the kernel flushes subnormals.
   auto lost = [&](afz_dtype t) { return prec.flush_subnormals ? min_normal(t) : min_subnormal(t) / 2; };
-  eta_ = lost(prec.p_dtype) + lost(prec.score_dtype);
+  eta_ = lost(p_dtype) + lost(prec.score_dtype);
   // fp16/bf16 products are exact in fp32; fp32 inputs round each product.
   const bool exact_products = in_dtype != AFZ_F32 || prec.score_dtype != AFZ_F32;
   c_s_ = gamma(head_dim + (exact_products ? 0 : 1), u_s_) + 2 * u_s_;
