@@ -36,7 +36,8 @@ std::string describe_capabilities(const afz_kernel& k) {
   return fmt::format("in {} out {} d {}..{}{} | {} | P in {}, exp {} ulp | masked row -> {}, empty lse -> {}",
                      dtypes(k.caps.in_dtypes), dtypes(k.caps.out_dtypes), k.caps.min_head_dim, k.caps.max_head_dim,
                      k.caps.head_dim_multiple > 1 ? fmt::format(" step {}", k.caps.head_dim_multiple) : "", flags,
-                     dtype_name(k.precision.p_dtype), k.precision.exp_ulps,
+                     k.precision.p_dtype == AFZ_P_DTYPE_OF_V ? "V's dtype" : dtype_name(k.precision.p_dtype),
+                     k.precision.exp_ulps,
                      k.conventions.masked_row_output == AFZ_MASKED_ROW_ZERO ? "0" : "NaN",
                      k.conventions.empty_lse == AFZ_EMPTY_LSE_NEG_INF   ? "-inf"
                      : k.conventions.empty_lse == AFZ_EMPTY_LSE_POS_INF ? "+inf"
