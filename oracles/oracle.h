@@ -44,6 +44,9 @@ struct OracleResult {
   // that a kernel's rounding of the score s_j is proportional to.
   // The oracle's own error bound on o and lse (0 for the multiprecision
   // tiers); the verdict escalates rows it cannot decide.
+  // (In fact all three tiers fill a bound, derived in their sources: the
+  // multiprecision ones about 2^-105 |o| + 2^-240 cond; +inf means the tier
+  // cannot resolve the row.)
   std::vector<double> o_err;           // [elem]
   std::vector<double> lse_err;         // [row]
 

@@ -56,10 +56,13 @@ std::vector<Adversary> adversaries() {
        true},
       {"scores of +-1e4 with near ties at the top", make_shape(1, 1, 8, 8, 4, 64),
        [](TestProblem& t) {
-         // q = 50, k_j = +-25 (1 + small): scores = 8 * 50 * 25 * (1 + ...) / 1 ~ 1e4.
+         // q = 141, k_j = +-25 (1 + small), scale = fp32(1/sqrt(8)):
+         // scores = 8 * 141 * 25 * 0.354 (1 + ...) ~ +-1e4, and the scale
+         // product is inexact, so the scores' low parts matter.
          t.fill_uniform(103, 1, 1, 1);
+         t.set_scale(float(1 / std::sqrt(8.0)));
          for (int i = 0; i < 4; ++i)
-           for (int x = 0; x < 8; ++x) t.set_q(0, 0, i, x, 50.0);
+           for (int x = 0; x < 8; ++x) t.set_q(0, 0, i, x, 141.0);
          const CounterRng rng(103, 9);
          for (int j = 0; j < 64; ++j)
            for (int x = 0; x < 8; ++x) {
@@ -100,6 +103,18 @@ std::vector<Adversary> adversaries() {
          });
        },
        true},
+      {"weights in double's subnormal range (shifts of -700 to -760)", make_shape(1, 1, 4, 4, 2, 64),
+       [](TestProblem& t) {
+         t.fill_uniform(108, 0.5, 0.5, 1000);
+         t.set_add_mask([](int, int, int, int j) { return j == 0 ? 0.0 : -700.0 - j; });
+       },
+       true},
+      {"softcap 50 over raw scores of 1e4 (saturated tanh)", make_shape(1, 1, 8, 4, 3, 32),
+       [](TestProblem& t) {
+         t.fill_uniform(109, 40, 40, 1);
+         t.set_softcap(50.0f);
+       },
+       true},
       {"bf16 inputs near 2^50: scores of ~1e30", make_shape(1, 1, 4, 4, 3, 16, AFZ_BF16),
        [](TestProblem& t) {
          // Huge, nearly equal scores: differences of order 1e30 / 2^8 make
@@ -136,9 +151,11 @@ TEST(OracleAgreement, MpfrAndBoostAgreeTo100BitsAndFastStaysInsideItsBound) {
       expect_no_nan(rm, "mpfr");
       expect_agree_bits(rm, rb, kAgreementBits, std::string(a.name) + " mpfr vs boost");
       for (int64_t ri = 0; ri < rm.rows(); ++ri) EXPECT_EQ(rm.max_key[ri], rb.max_key[ri]) << "row " << ri;
+      expect_same_condition_terms(rm, rb, 1e-12, std::string(a.name) + " mpfr vs boost");
       precise = &rm;
     }
     expect_within_bound(rf, *precise, std::string(a.name) + " fast vs precise");
+    if (a.fast_bound_useful) expect_same_condition_terms(rf, *precise, 1e-10, std::string(a.name) + " fast vs precise");
     if (!a.fast_bound_useful) continue;
     const double cap_factor = 1 + std::fabs(p.softcap);
     for (int64_t ri = 0; ri < rf.rows(); ++ri) {

@@ -131,6 +131,26 @@ inline void expect_agree_bits(const OracleResult& a, const OracleResult& b, int 
   }
 }
 
+// The condition terms and row statistics of two tiers agree to a relative
+// `rel` (they are double sums of the same weights, computed in different
+// precisions and, for the fast tier, by different code).
+inline void expect_same_condition_terms(const OracleResult& a, const OracleResult& b, double rel,
+                                        const std::string& what) {
+  auto near = [rel](double x, double y) { return std::fabs(x - y) <= rel * std::max(std::fabs(x), std::fabs(y)); };
+  for (int64_t ri = 0; ri < a.rows(); ++ri) {
+    EXPECT_EQ(a.visible_keys[ri], b.visible_keys[ri]) << what << " row " << ri;
+    EXPECT_TRUE(near(a.lse_cond_score[ri], b.lse_cond_score[ri])) << what << " lse_cond_score row " << ri;
+    EXPECT_TRUE(near(a.max_sigma[ri], b.max_sigma[ri])) << what << " max_sigma row " << ri;
+    EXPECT_TRUE(near(a.max_abs_score[ri], b.max_abs_score[ri])) << what << " max_abs_score row " << ri;
+    for (int x = 0; x < a.dv; ++x) {
+      const int64_t e = ri * a.dv + x;
+      EXPECT_TRUE(near(a.cond[e], b.cond[e])) << what << " cond row " << ri << " x " << x;
+      EXPECT_TRUE(near(a.cond_score[e], b.cond_score[e])) << what << " cond_score row " << ri << " x " << x;
+      EXPECT_TRUE(near(a.cond_tiny[e], b.cond_tiny[e])) << what << " cond_tiny row " << ri << " x " << x;
+    }
+  }
+}
+
 // Each value of `fast` lies within its own bound of the precise one (whose
 // own, tiny, bound is added).  Returns the largest ratio |error| / bound seen.
 inline double expect_within_bound(const OracleResult& fast, const OracleResult& precise, const std::string& what,
