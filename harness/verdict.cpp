@@ -50,13 +50,15 @@ struct Judge {
     }
   }
 
-  void track(bool is_lse, int b, int h, int i, int x, double kv, double ov, double err, double bound, afz_dtype t) {
+  // Returns the element's error / bound.
+  double track(bool is_lse, int b, int h, int i, int x, double kv, double ov, double err, double bound, afz_dtype t) {
     const double over = bound > 0 ? err / bound : (err > 0 ? std::numeric_limits<double>::infinity() : 0);
     v.max_abs_error = std::max(v.max_abs_error, err);
     if (!v.worst.valid || over > v.worst.over_bound) {
       v.worst = {true, is_lse, b, h, i, x, kv, ov, err, bound, err / ulp(t, ov), over};
     }
     v.max_over_bound = std::max(v.max_over_bound, over);
+    return over;
   }
 
   static std::string where(int b, int h, int i) { return fmt::format("b={} h={} i={}", b, h, i); }
@@ -123,10 +125,19 @@ struct Judge {
     return {n, r.lse_cond_score[ri], max_sigma, std::log(double(std::max(n, 1)))};
   }
 
+  // Where the row's largest score sits among its visible keys, for the
+  // error-vs-key-position statistics (-1: the oracle did not say).
+  static int key_bin(const OracleResult& r, int64_t ri) {
+    if (r.max_key.empty() || r.visible_keys.empty()) return -1;
+    return key_position_bin(r.max_key[ri], r.visible_keys[ri]);
+  }
+
   void row(int b, int h, int i, const OracleResult& r, ErrorBound& eb) {
     const int64_t ri = r.row_index(b, h, i);
     const double lse_exact = r.lse[ri].hi;
     if (!eb.begin_row(row_terms(p, r, ri, b))) return;  // outside the declared precision model
+    double row_over = 0;
+    bool judged = false;
     for (int x = 0; x < p.head_dim_v; ++x) {
       const int64_t e = ri * r.dv + x;
       const double ov = r.o[e].hi + r.o[e].lo;
@@ -145,12 +156,16 @@ struct Judge {
       const double bound = eb.element({ov, r.cond[e], r.cond_score[e], r.cond_tiny[e]});
       const double err = std::fabs(kv - ov);
       const double oerr = r.o_err.empty() ? 0.0 : r.o_err[e];
-      track(false, b, h, i, x, kv, ov, err, bound, p.o.dtype);
+      const double over = track(false, b, h, i, x, kv, ov, err, bound, p.o.dtype);
+      v.o_stats.add_element(over, err / ulp(p.o.dtype, ov));
+      row_over = std::max(row_over, over);
+      judged = true;
       if (err - oerr > bound) {
         ++v.failing;
         raise(VerdictClass::NumericMismatch, fmt::format("o[{} d={}] beyond its bound", where(b, h, i), x));
       }
     }
+    if (judged) v.o_stats.add_row(row_over, key_bin(r, ri), r.max_abs_score[ri]);
     if (p.lse && (k.caps.flags & AFZ_CAP_LSE)) lse(b, h, i, lse_exact, eb, r, ri);
   }
 
@@ -167,7 +182,9 @@ struct Judge {
     const double bound = eb.lse(exact);
     const double err = std::fabs(double(kl) - exact);
     const double oerr = r.lse_err.empty() ? 0.0 : r.lse_err[ri];
-    track(true, b, h, i, 0, kl, exact, err, bound, AFZ_F32);
+    const double over = track(true, b, h, i, 0, kl, exact, err, bound, AFZ_F32);
+    v.lse_stats.add_element(over, err / ulp(AFZ_F32, exact));
+    v.lse_stats.add_row(over, key_bin(r, ri), r.max_abs_score[ri]);
     if (err - oerr <= bound) return;
     // Name the convention a wrong LSE follows, when it follows one.
     constexpr double kLog2e = 0x1.71547652b82fep0;
@@ -186,6 +203,7 @@ struct Judge {
 Verdict judge(const afz_kernel& k, const Materialized& m, OracleResult& r, const Oracle* escalate) {
   const afz_problem& p = m.problem();
   Judge j{k, m, p, {}};
+  j.v.o_dtype = p.o.dtype;
   ErrorBound eb(k.precision, p.q.dtype, p.o.dtype, p.head_dim);
   // Ziv's strategy: rows the fast tier's own error leaves undecided are
   // recomputed at high precision before anything is judged.

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "attnfuzz_kernel.h"
+#include "error_stats.h"
 #include "materialize.h"
 #include "oracle.h"
 
@@ -44,6 +45,10 @@ struct Verdict {
   int64_t elements = 0, failing = 0, escalated_rows = 0;
   double max_over_bound = 0;
   double max_abs_error = 0; // for FlashAttention's own rule, reported beside ours
+  // Error statistics of every judged element (error_stats.h): O in its
+  // output dtype, the LSE in fp32.  Reports add them up per kernel.
+  afz_dtype o_dtype = AFZ_F32;
+  ErrorSeries o_stats, lse_stats;
 };
 
 // Compares the kernel's outputs in m with oracle r.  Rows the fast tier

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "report.h"
@@ -97,6 +98,114 @@ Json worst_json(const WorstElement& w) {
   return j;
 }
 
+Json failure_json(const ReportFailure& f) {
+  return {{"kernel", f.kernel},
+          {"verdict", verdict_name(f.verdict)},
+          {"signature", f.signature},
+          {"raw_signature", f.raw_signature},
+          {"status", f.status},
+          {"generator", f.generator},
+          {"seed", f.seed},
+          {"case_index", f.case_index},
+          {"occurrences", f.occurrences},
+          {"detail", f.detail},
+          {"worst", worst_json(f.worst)},
+          {"case_file", f.case_file},
+          {"repro", f.repro},
+          {"case_text", f.case_text},
+          {"minimize",
+           {{"from_elements", f.minimize.from_elements},
+            {"to_elements", f.minimize.to_elements},
+            {"runs", f.minimize.runs},
+            {"seconds", f.minimize.seconds},
+            {"exhausted", f.minimize.exhausted}}}};
+}
+
+// A maximum that may be infinite (an error against a zero bound) or NaN.
+Json extended(double x) {
+  if (std::isfinite(x)) return x;
+  return std::isnan(x) ? "nan" : (x > 0 ? "inf" : "-inf");
+}
+
+Json axis_json(const LogAxis& a) { return {{"lo_exp", a.lo_exp}, {"hi_exp", a.hi_exp}}; }
+
+template <size_t N>
+Json sparse_counts(const std::array<int64_t, N>& counts) {
+  Json j = Json::array();
+  for (size_t i = 0; i < N; ++i)
+    if (counts[i]) j.push_back({i, counts[i]});
+  return j;
+}
+
+// [[row, column, n]] for a row-major table of `columns` columns.
+Json sparse_table(const std::vector<int64_t>& table, int columns) {
+  Json j = Json::array();
+  for (size_t i = 0; i < table.size(); ++i)
+    if (table[i]) j.push_back({i / size_t(columns), i % size_t(columns), table[i]});
+  return j;
+}
+
+template <size_t N>
+Json sparse_max(const std::array<double, N>& maxima) {
+  Json j = Json::array();
+  for (size_t i = 0; i < N; ++i)
+    if (maxima[i] != 0) j.push_back({i, extended(maxima[i])});
+  return j;
+}
+
+Json error_stats_json(const std::vector<ReportErrorStats>& all) {
+  Json series = Json::array();
+  for (const ReportErrorStats& e : all) {
+    const ErrorSeries& s = e.stats;
+    series.push_back({{"kernel", e.kernel},
+                      {"series", e.series},
+                      {"elements", s.elements},
+                      {"rows", s.rows},
+                      {"max_over_bound", extended(s.max_over_bound)},
+                      {"max_ulps", extended(s.max_ulps)},
+                      {"over_bound", sparse_counts(s.over_bound)},
+                      {"ulps", sparse_counts(s.ulps)},
+                      {"by_key_position", sparse_table(s.by_key_position, kErrorBins)},
+                      {"key_position_max", sparse_max(s.key_position_max)},
+                      {"by_score", sparse_table(s.by_score, kErrorBins)},
+                      {"score_max", sparse_max(s.score_max)}});
+  }
+  return {{"axes",
+           {{"error", axis_json(kErrorAxis)},
+            {"score", axis_json(kScoreAxis)},
+            {"key_position_bins", kKeyPositionBins}}},
+          {"series", std::move(series)}};
+}
+
+Json audits_json(const std::vector<ReportAudit>& audits) {
+  Json j = Json::array();
+  for (const ReportAudit& a : audits) {
+    Json cells = Json::array();
+    for (const ReportAuditCell& c : a.cells)
+      cells.push_back({{"row", c.row},
+                       {"column", c.column},
+                       {"status", c.status},
+                       {"verdict", verdict_name(c.verdict)},
+                       {"cases", c.cases},
+                       {"signature", c.signature}});
+    j.push_back({{"kernel", a.kernel}, {"rows", a.rows}, {"columns", a.columns}, {"cells", std::move(cells)}});
+  }
+  return j;
+}
+
+Json mutants_json(const std::vector<ReportMutant>& mutants) {
+  Json j = Json::array();
+  for (const ReportMutant& m : mutants)
+    j.push_back({{"kernel", m.kernel},
+                 {"killed", m.killed},
+                 {"cases", m.cases},
+                 {"cases_to_kill", m.cases_to_kill},
+                 {"seconds_to_kill", m.seconds_to_kill},
+                 {"verdict", verdict_name(m.verdict)},
+                 {"signature", m.signature}});
+  return j;
+}
+
 Json verdict_counts(const ReportCell& c) {
   Json j = Json::object();
   for (int v = 0; v < kVerdictClassCount; ++v)
@@ -146,27 +255,7 @@ std::string report_to_json(const Report& r) {
                            {"failed", c.failed()},
                            {"by_verdict", verdict_counts(c)}});
   j["failures"] = Json::array();
-  for (const ReportFailure& f : r.failures)
-    j["failures"].push_back({{"kernel", f.kernel},
-                             {"verdict", verdict_name(f.verdict)},
-                             {"signature", f.signature},
-                             {"raw_signature", f.raw_signature},
-                             {"status", f.status},
-                             {"generator", f.generator},
-                             {"seed", f.seed},
-                             {"case_index", f.case_index},
-                             {"occurrences", f.occurrences},
-                             {"detail", f.detail},
-                             {"worst", worst_json(f.worst)},
-                             {"case_file", f.case_file},
-                             {"repro", f.repro},
-                             {"case_text", f.case_text},
-                             {"minimize",
-                              {{"from_elements", f.minimize.from_elements},
-                               {"to_elements", f.minimize.to_elements},
-                               {"runs", f.minimize.runs},
-                               {"seconds", f.minimize.seconds},
-                               {"exhausted", f.minimize.exhausted}}}});
+  for (const ReportFailure& f : r.failures) j["failures"].push_back(failure_json(f));
   const ReportTiming& t = r.timing;
   j["timing"] = {{"generate_s", t.generate_s}, {"oracle_s", t.oracle_s},     {"kernel_s", t.kernel_s},
                  {"judge_s", t.judge_s},       {"minimize_s", t.minimize_s}, {"wall_s", t.wall_s},
@@ -182,6 +271,11 @@ std::string report_to_json(const Report& r) {
                   {"new_failures", r.new_failures()},
                   {"known_failures", r.known_failures()},
                   {"failing_cases", r.failing_cases()}};
+  j["raw_failures"] = Json::array();
+  for (const ReportFailure& f : r.raw_failures) j["raw_failures"].push_back(failure_json(f));
+  j["error_stats"] = error_stats_json(r.error_stats);
+  j["audits"] = audits_json(r.audits);
+  j["mutants"] = mutants_json(r.mutants);
   return j.dump(2) + "\n";
 }
 
@@ -232,6 +326,188 @@ struct Reader {
     get(j, hex_key, s);
     if (auto x = parse_hex(s)) return *x;
     return get_number(j, key);
+  }
+
+  ReportFailure failure(const Json& f) {
+    ReportFailure o;
+    std::string verdict_text;
+    get(f, "kernel", o.kernel);
+    get(f, "verdict", verdict_text);
+    o.verdict = verdict(verdict_text);
+    get(f, "signature", o.signature);
+    get(f, "raw_signature", o.raw_signature);
+    get(f, "status", o.status);
+    get(f, "generator", o.generator);
+    get(f, "seed", o.seed);
+    get(f, "case_index", o.case_index);
+    get(f, "occurrences", o.occurrences);
+    get(f, "detail", o.detail);
+    if (auto w = f.find("worst"); w != f.end() && w->is_object()) {
+      get(*w, "valid", o.worst.valid);
+      if (o.worst.valid) {
+        std::string tensor;
+        get(*w, "tensor", tensor);
+        o.worst.is_lse = tensor == "lse";
+        get(*w, "b", o.worst.b);
+        get(*w, "h", o.worst.h);
+        get(*w, "i", o.worst.i);
+        get(*w, "x", o.worst.x);
+        o.worst.kernel = exact(*w, "kernel_hex", "kernel");
+        o.worst.oracle = exact(*w, "oracle_hex", "oracle");
+        o.worst.error = get_number(*w, "error");
+        o.worst.bound = get_number(*w, "bound");
+        o.worst.ulps = get_number(*w, "ulps");
+        o.worst.over_bound = get_number(*w, "over_bound");
+      }
+    }
+    get(f, "case_file", o.case_file);
+    get(f, "repro", o.repro);
+    get(f, "case_text", o.case_text);
+    if (auto m = f.find("minimize"); m != f.end() && m->is_object()) {
+      get(*m, "from_elements", o.minimize.from_elements);
+      get(*m, "to_elements", o.minimize.to_elements);
+      get(*m, "runs", o.minimize.runs);
+      get(*m, "seconds", o.minimize.seconds);
+      get(*m, "exhausted", o.minimize.exhausted);
+    }
+    return o;
+  }
+
+  // A maximum written by extended(): a number, "inf", "-inf" or "nan".
+  double extended(const Json& j) {
+    if (j.is_number()) return j.get<double>();
+    if (j.is_string()) {
+      const std::string s = j.get<std::string>();
+      if (s == "inf") return std::numeric_limits<double>::infinity();
+      if (s == "-inf") return -std::numeric_limits<double>::infinity();
+      if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    }
+    if (error.empty()) error = "a maximum in error_stats is neither a number nor inf/nan";
+    return 0;
+  }
+
+  // Sparse [[i, value]] or [[i, k, value]] entries with every index checked.
+  bool entry(const Json& e, size_t arity, std::initializer_list<int> limits) {
+    if (!e.is_array() || e.size() != arity) {
+      if (error.empty()) error = "error_stats: malformed sparse entry " + e.dump();
+      return false;
+    }
+    size_t n = 0;
+    for (int limit : limits) {
+      if (!e[n].is_number_unsigned() || e[n].get<uint64_t>() >= uint64_t(limit)) {
+        if (error.empty()) error = "error_stats: bin out of range in " + e.dump();
+        return false;
+      }
+      ++n;
+    }
+    return true;
+  }
+  bool count_entry(const Json& e, size_t arity, std::initializer_list<int> limits) {
+    if (!entry(e, arity, limits)) return false;
+    if (e[arity - 1].is_number_integer()) return true;
+    if (error.empty()) error = "error_stats: a count is not an integer in " + e.dump();
+    return false;
+  }
+
+  template <size_t N>
+  void counts(const Json& s, const char* key, std::array<int64_t, N>& out) {
+    for (const Json& e : array(s, key))
+      if (count_entry(e, 2, {int(N)})) out[e[0].get<size_t>()] = e[1].get<int64_t>();
+  }
+  template <size_t N>
+  void maxima(const Json& s, const char* key, std::array<double, N>& out) {
+    for (const Json& e : array(s, key))
+      if (entry(e, 2, {int(N)})) out[e[0].get<size_t>()] = extended(e[1]);
+  }
+  void table(const Json& s, const char* key, int rows, std::vector<int64_t>& out) {
+    for (const Json& e : array(s, key)) {
+      if (!count_entry(e, 3, {rows, kErrorBins})) continue;
+      if (out.empty()) out.assign(size_t(rows) * kErrorBins, 0);
+      out[e[0].get<size_t>() * kErrorBins + e[1].get<size_t>()] = e[2].get<int64_t>();
+    }
+  }
+
+  void error_stats(const Json& j, std::vector<ReportErrorStats>& out) {
+    auto it = j.find("error_stats");
+    if (it == j.end() || !it->is_object()) return;
+    // Bins are only meaningful on the axes they were counted on.
+    // (Compared key by key: ordered_json equality would also compare the key order.)
+    auto integer = [](const Json& o, const char* key) -> std::optional<int64_t> {
+      if (!o.is_object()) return std::nullopt;
+      auto at = o.find(key);
+      if (at == o.end() || !at->is_number_integer()) return std::nullopt;
+      return at->get<int64_t>();
+    };
+    auto same_axis = [&](const Json& axes, const char* key, const LogAxis& axis) {
+      auto a = axes.find(key);
+      return a != axes.end() && integer(*a, "lo_exp") == axis.lo_exp && integer(*a, "hi_exp") == axis.hi_exp;
+    };
+    const auto axes = it->find("axes");
+    if (axes == it->end() || !axes->is_object() || !same_axis(*axes, "error", kErrorAxis) ||
+        !same_axis(*axes, "score", kScoreAxis) || integer(*axes, "key_position_bins") != kKeyPositionBins) {
+      if (error.empty()) error = "error_stats: histogram axes differ from this attnfuzz's";
+      return;
+    }
+    for (const Json& s : array(*it, "series")) {
+      ReportErrorStats e;
+      get(s, "kernel", e.kernel);
+      get(s, "series", e.series);
+      ErrorSeries& st = e.stats;
+      get(s, "elements", st.elements);
+      get(s, "rows", st.rows);
+      if (auto m = s.find("max_over_bound"); m != s.end()) st.max_over_bound = extended(*m);
+      if (auto m = s.find("max_ulps"); m != s.end()) st.max_ulps = extended(*m);
+      counts(s, "over_bound", st.over_bound);
+      counts(s, "ulps", st.ulps);
+      table(s, "by_key_position", kKeyPositionBins, st.by_key_position);
+      maxima(s, "key_position_max", st.key_position_max);
+      table(s, "by_score", kScoreBins, st.by_score);
+      maxima(s, "score_max", st.score_max);
+      // The two tables are allocated together (error_stats.h).
+      if (st.by_key_position.empty() != st.by_score.empty()) {
+        if (st.by_key_position.empty()) st.by_key_position.assign(size_t(kKeyPositionBins) * kErrorBins, 0);
+        if (st.by_score.empty()) st.by_score.assign(size_t(kScoreBins) * kErrorBins, 0);
+      }
+      out.push_back(std::move(e));
+    }
+  }
+
+  void audits(const Json& j, std::vector<ReportAudit>& out) {
+    for (const Json& a : array(j, "audits")) {
+      ReportAudit o;
+      get(a, "kernel", o.kernel);
+      get(a, "rows", o.rows);
+      get(a, "columns", o.columns);
+      for (const Json& c : array(a, "cells")) {
+        ReportAuditCell cell;
+        std::string v;
+        get(c, "row", cell.row);
+        get(c, "column", cell.column);
+        get(c, "status", cell.status);
+        get(c, "verdict", v);
+        if (!v.empty()) cell.verdict = verdict(v);
+        get(c, "cases", cell.cases);
+        get(c, "signature", cell.signature);
+        o.cells.push_back(std::move(cell));
+      }
+      out.push_back(std::move(o));
+    }
+  }
+
+  void mutants(const Json& j, std::vector<ReportMutant>& out) {
+    for (const Json& m : array(j, "mutants")) {
+      ReportMutant o;
+      std::string v;
+      get(m, "kernel", o.kernel);
+      get(m, "killed", o.killed);
+      get(m, "cases", o.cases);
+      get(m, "cases_to_kill", o.cases_to_kill);
+      get(m, "seconds_to_kill", o.seconds_to_kill);
+      get(m, "verdict", v);
+      if (!v.empty()) o.verdict = verdict(v);
+      get(m, "signature", o.signature);
+      out.push_back(std::move(o));
+    }
   }
 };
 
@@ -310,50 +586,11 @@ std::optional<Report> report_from_json(std::string_view text, std::string* error
       }
     r.cells.push_back(o);
   }
-  for (const Json& f : rd.array(j, "failures")) {
-    ReportFailure o;
-    std::string verdict;
-    rd.get(f, "kernel", o.kernel);
-    rd.get(f, "verdict", verdict);
-    o.verdict = rd.verdict(verdict);
-    rd.get(f, "signature", o.signature);
-    rd.get(f, "raw_signature", o.raw_signature);
-    rd.get(f, "status", o.status);
-    rd.get(f, "generator", o.generator);
-    rd.get(f, "seed", o.seed);
-    rd.get(f, "case_index", o.case_index);
-    rd.get(f, "occurrences", o.occurrences);
-    rd.get(f, "detail", o.detail);
-    if (auto w = f.find("worst"); w != f.end() && w->is_object()) {
-      rd.get(*w, "valid", o.worst.valid);
-      if (o.worst.valid) {
-        std::string tensor;
-        rd.get(*w, "tensor", tensor);
-        o.worst.is_lse = tensor == "lse";
-        rd.get(*w, "b", o.worst.b);
-        rd.get(*w, "h", o.worst.h);
-        rd.get(*w, "i", o.worst.i);
-        rd.get(*w, "x", o.worst.x);
-        o.worst.kernel = rd.exact(*w, "kernel_hex", "kernel");
-        o.worst.oracle = rd.exact(*w, "oracle_hex", "oracle");
-        o.worst.error = rd.get_number(*w, "error");
-        o.worst.bound = rd.get_number(*w, "bound");
-        o.worst.ulps = rd.get_number(*w, "ulps");
-        o.worst.over_bound = rd.get_number(*w, "over_bound");
-      }
-    }
-    rd.get(f, "case_file", o.case_file);
-    rd.get(f, "repro", o.repro);
-    rd.get(f, "case_text", o.case_text);
-    if (auto m = f.find("minimize"); m != f.end() && m->is_object()) {
-      rd.get(*m, "from_elements", o.minimize.from_elements);
-      rd.get(*m, "to_elements", o.minimize.to_elements);
-      rd.get(*m, "runs", o.minimize.runs);
-      rd.get(*m, "seconds", o.minimize.seconds);
-      rd.get(*m, "exhausted", o.minimize.exhausted);
-    }
-    r.failures.push_back(o);
-  }
+  for (const Json& f : rd.array(j, "failures")) r.failures.push_back(rd.failure(f));
+  for (const Json& f : rd.array(j, "raw_failures")) r.raw_failures.push_back(rd.failure(f));
+  rd.error_stats(j, r.error_stats);
+  rd.audits(j, r.audits);
+  rd.mutants(j, r.mutants);
   if (auto t = j.find("timing"); t != j.end() && t->is_object()) {
     ReportTiming& o = r.timing;
     rd.get(*t, "generate_s", o.generate_s);
