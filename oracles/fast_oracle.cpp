@@ -3,13 +3,20 @@
 // its own error per element (o_err) and per row (lse_err).  A row whose bound
 // leaves a verdict open is recomputed by the escalation tier (Ziv).
 //
-// Scores are double-doubles (Dot2: TwoProd + TwoSum, Ogita-Rump-Oishi 2005)
-// and the max is subtracted part by part (the mask, then the two halves of
-// the softcapped dot product), so a row whose keys all carry an additive
-// mask of -3.4e38 still has its scores' differences to ~1e-28.  The exponentials are libm's, in double:
-// they are the dominant error (about 5 u per weight, u = 2^-53), and l and
-// every numerator are compensated sums, so the result is within roughly
-// 11 u (cond + |o|) of the exact value, cond = sum_j w_j |v_j|.
+// Scores are double-doubles (Dot2 of Ogita-Rump-Oishi 2005: TwoProd and
+// TwoSum) and the max is subtracted part by part (the mask, then the two
+// halves of the softcapped dot product), so a row whose keys all carry an
+// additive mask of -3.4e38 still has its scores' differences to ~1e-28.
+// The exponentials are libm's, in double: they are the dominant error
+// (about 5 u per weight, u = 2^-53); l and every numerator are compensated
+// sums (Sum2, Dot2), so the result is within about 5.5 u (cond + |o|) of
+// the exact value, cond = sum_j w_j |v_j|, and the bound says so.
+//
+// In the two hot loops TwoProd needs no FMA: every input has at most 24
+// significant bits, so q_x k_x is exact in double, and a weight split once
+// into two 26-bit halves (eft::split) makes e_j v_jx a sum of two exact
+// products.  The scalar steps (scale, softcap, division) use the FMA
+// TwoProd of eft.h.
 //
 // ASSUMPTION: libm's exp, log, expm1 and tanh in double are within 2 ulps
 // of the exact result (glibc documents at most 1 ulp for exp, log and tanh
@@ -248,7 +255,8 @@ Shift shifted(double a, Pair g, const Reference& m) {
   gl += g.lo - m.m_gl;
   eft::two_sum(ah, gh, h, e);
   e += al + gl;
-  const double err = 1.1 * kU * kU * (3 * std::fabs(ah) + 4 * std::fabs(gh) + 2 * std::fabs(g.hi) + 2 * std::fabs(m.m_g));
+  const double err =
+      1.1 * kU * kU * (3 * std::fabs(ah) + 4 * std::fabs(gh) + 2 * std::fabs(g.hi) + 2 * std::fabs(m.m_g));
   return {eft::normalize(h, e), err};
 }
 
@@ -285,8 +293,8 @@ class FastRows {
     bool trusted = weights(n, ref);
     sums_.reset(dv_padded_);
     accumulate_values(kv_.v(0), kv_.v_stride(), keys_.data(), e_.data(), e_sigma_.data(), e_rho_.data(), n, dv_padded_,
-                      sums_.zero_row.data(), sums_.S.data(), sums_.C.data(), sums_.A1.data(), sums_.A2.data(), sums_.A3.data(),
-                      sums_.A4.data());
+                      sums_.zero_row.data(), sums_.S.data(), sums_.C.data(), sums_.A1.data(), sums_.A2.data(),
+                      sums_.A3.data(), sums_.A4.data());
     trusted = finish(id, n, ref, trusted, out);
     if (!trusted) {
       for (int x = 0; x < view_.head_dim_v(); ++x) out.o_err[id.r * out.dv + x] = kInf;

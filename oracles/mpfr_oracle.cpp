@@ -218,7 +218,8 @@ class MpfrRows {
     const double ln_l = mpfr_get_d(tmp_.get(), MPFR_RNDN);
     mpfr_add(diff_.get(), m_.get(), tmp_.get(), MPFR_RNDN);
     out.lse[id.r] = to_dd(diff_.get(), scratch_.get());
-    out.lse_err[id.r] = 2 * (n + 8) * u * (1 + std::fabs(ln_l)) + kDdRepresentation * std::fabs(out.lse[id.r].hi) + kTiny;
+    out.lse_err[id.r] =
+        2 * (n + 8) * u * (1 + std::fabs(ln_l)) + kDdRepresentation * std::fabs(out.lse[id.r].hi) + kTiny;
   }
 
  private:

@@ -29,7 +29,8 @@ std::string at(const char* tensor, int b, int h, int s, int x) {
 
 void check_value_tensor(const afz_tensor& t, const char* name) {
   if (!t.data) fail(std::string(name) + " has no data");
-  if (!is_value_dtype(t.dtype)) fail(std::string(name) + " has dtype " + std::to_string(int(t.dtype)) + ", not a float type");
+  if (!is_value_dtype(t.dtype))
+    fail(std::string(name) + " has dtype " + std::to_string(int(t.dtype)) + ", not a float type");
 }
 
 }  // namespace
@@ -41,7 +42,8 @@ ProblemView::ProblemView(const afz_problem& p) : p_(p) {
     fail("problem has ABI version " + std::to_string(p.abi_version) + ", expected " + std::to_string(AFZ_ABI_VERSION));
   if (p.batch < 0 || p.batch > kMaxExtent) fail("batch " + std::to_string(p.batch) + " out of range");
   if (p.heads_q < 1 || p.heads_kv < 1 || p.heads_q > kMaxExtent || p.heads_q % p.heads_kv != 0)
-    fail("heads_q " + std::to_string(p.heads_q) + " is not a positive multiple of heads_kv " + std::to_string(p.heads_kv));
+    fail("heads_q " + std::to_string(p.heads_q) + " is not a positive multiple of heads_kv " +
+         std::to_string(p.heads_kv));
   if (p.head_dim < 1 || p.head_dim_v < 1 || p.head_dim > kMaxExtent || p.head_dim_v > kMaxExtent)
     fail("head dims " + std::to_string(p.head_dim) + ", " + std::to_string(p.head_dim_v) + " must be positive");
   if (p.max_seqlen_q < 0 || p.max_seqlen_k < 0 || p.max_seqlen_q > kMaxExtent || p.max_seqlen_k > kMaxExtent)

@@ -45,7 +45,11 @@ Shape make_shape(int hq, int hkv, int d, int dv, int sq, int sk, afz_dtype t = A
 std::vector<Adversary> adversaries() {
   return {
       {"random fp32, GQA, causal bottom-right", make_shape(4, 2, 16, 16, 6, 24),
-       [](TestProblem& t) { t.fill_uniform(101, 1, 1, 1); t.set_scale(0.25f); t.set_window(-1, 0, AFZ_ALIGN_BOTTOM_RIGHT); },
+       [](TestProblem& t) {
+         t.fill_uniform(101, 1, 1, 1);
+         t.set_scale(0.25f);
+         t.set_window(-1, 0, AFZ_ALIGN_BOTTOM_RIGHT);
+       },
        true},
       {"random bf16, softcap 30, additive -1e4 band", make_shape(2, 1, 32, 8, 5, 40, AFZ_BF16),
        [](TestProblem& t) {

@@ -154,7 +154,8 @@ TEST(OracleSemantics, SingleVisibleKeyGivesItsValueExactly) {
     }
     long double s0 = 0;
     for (int x = 0; x < s.d; ++x) s0 += (long double)t.q(0, 0, 0, x) * t.k(0, 0, 0, x);
-    EXPECT_NEAR(double(((long double)r.lse[0].hi + r.lse[0].lo) - s0), 0.0, 1e-18 * std::fabs(double(s0)) + r.lse_err[0])
+    const double lse_diff = double(((long double)r.lse[0].hi + r.lse[0].lo) - s0);
+    EXPECT_NEAR(lse_diff, 0.0, 1e-18 * std::fabs(double(s0)) + r.lse_err[0])
         << tier.name;
     EXPECT_EQ(r.visible_keys[0], 1) << tier.name;
   }
@@ -277,7 +278,9 @@ TEST(OracleSemantics, BadInputGivesOneLineErrors) {
     {
       TestProblem t(s);
       t.fill_uniform(63, 1, 1, 1);
-      t.set_add_mask([](int, int, int i, int j) { return i == 1 && j == 0 ? std::numeric_limits<double>::infinity() : 0.0; });
+      t.set_add_mask([](int, int, int i, int j) {
+        return i == 1 && j == 0 ? std::numeric_limits<double>::infinity() : 0.0;
+      });
       const afz_problem p = t.problem();
       expect_one_line_error([&] { o.compute(p); }, "+inf", tier.name + " +inf additive mask");
     }

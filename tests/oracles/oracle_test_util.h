@@ -94,7 +94,8 @@ inline RefRow reference_row(const TestProblem& t, int b, int h, int i) {
 inline void expect_no_nan(const OracleResult& r, const std::string& what) {
   for (size_t e = 0; e < r.o.size(); ++e) {
     ASSERT_TRUE(std::isfinite(r.o[e].hi) && std::isfinite(r.o[e].lo)) << what << " o[" << e << "]";
-    ASSERT_FALSE(std::isnan(r.cond[e]) || std::isnan(r.cond_score[e]) || std::isnan(r.cond_tiny[e])) << what << " cond[" << e << "]";
+    ASSERT_FALSE(std::isnan(r.cond[e]) || std::isnan(r.cond_score[e]) || std::isnan(r.cond_tiny[e]))
+        << what << " cond[" << e << "]";
     ASSERT_FALSE(std::isnan(r.o_err[e])) << what << " o_err[" << e << "]";
   }
   for (int64_t ri = 0; ri < r.rows(); ++ri) {
