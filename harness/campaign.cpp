@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
+#include <fmt/format.h>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -10,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "case_file.h"
 #include "corpus.h"
 #include "signature.h"
 
@@ -107,7 +109,7 @@ class Campaign {
   void failure(const CaseWork& w, size_t k);
   std::optional<CaseOutcome> run_one(const afz_kernel& k, const Case& c) const;
   std::string repro_command(size_t k, const std::string& path) const;
-  void record(ReportFailure f, const std::string& raw);
+  void add_raw(ReportFailure f, const CaseSize& size);
   ProgressSnapshot snapshot() const;
   Report finish(const std::string& stop_reason);
 
@@ -121,7 +123,7 @@ class Campaign {
   std::map<const GeneratorDef*, size_t> generator_index_;
   std::map<std::string, size_t> by_signature_;       // signature -> report_.failures index
   std::map<std::string, std::string> raw_to_signature_;
-  std::map<std::string, CaseSize> best_case_;          // signature -> size of its repro
+  std::map<std::string, CaseSize> best_size_;          // signature -> size of its kept repro
   std::vector<int64_t> class_cases_;
   std::vector<double> kernel_s_;
   int64_t consumed_ = 0, failing_cases_ = 0, unsupported_ = 0;
@@ -145,11 +147,30 @@ std::string Campaign::repro_command(size_t k, const std::string& path) const {
   return cmd + " repro " + path;
 }
 
-void Campaign::record(ReportFailure f, const std::string& raw) {
-  raw_to_signature_[raw] = f.signature;
-  by_signature_[f.signature] = report_.failures.size();
-  report_.failures.push_back(std::move(f));
-  if (o_.on_failure) o_.on_failure(report_.failures.back());
+// A raw signature met for the first time, as `f` (its minimized or saved
+// repro).  The ledger keeps it; the per-signature failures follow the rule
+// that consolidate_failures applies to merged shards: the first repro of a
+// signature stays unless a later raw signature brings a strictly smaller
+// one, which takes its place, status and occurrences.
+void Campaign::add_raw(ReportFailure f, const CaseSize& size) {
+  report_.note_raw_failure(f);
+  raw_to_signature_[f.raw_signature] = f.signature;
+  auto it = by_signature_.find(f.signature);
+  if (it == by_signature_.end()) {
+    by_signature_[f.signature] = report_.failures.size();
+    best_size_[f.signature] = size;
+    report_.failures.push_back(std::move(f));
+    if (o_.on_failure) o_.on_failure(report_.failures.back());
+    return;
+  }
+  ReportFailure& kept = report_.failures[it->second];
+  ++kept.occurrences;
+  if (size < best_size_[f.signature]) {
+    best_size_[f.signature] = size;
+    f.occurrences = kept.occurrences;
+    f.status = kept.status;
+    kept = std::move(f);
+  }
 }
 
 void Campaign::failure(const CaseWork& w, size_t k) {
@@ -157,39 +178,36 @@ void Campaign::failure(const CaseWork& w, size_t k) {
   const VerdictClass cls = w.outcomes[k].verdict.cls;
   const std::string raw = signature_of(kernel.name, cls, w.c).text();
 
-  // Seen in this run: one more occurrence of a known signature.
+  // Seen in this run: one more occurrence.
   if (auto it = raw_to_signature_.find(raw); it != raw_to_signature_.end()) {
+    report_.count_raw_occurrence(raw);
     ++report_.failures[by_signature_[it->second]].occurrences;
     return;
   }
-  // Saved by an earlier run (resume): confirm its repro still fails the
-  // same way, and count it as known without minimizing again.
+
+  ReportFailure f;
+  f.kernel = kernel.name;
+  f.verdict = cls;
+  f.raw_signature = raw;
+  f.generator = w.generator->name;
+  f.seed = o_.seed;
+  f.case_index = w.index;
+  f.occurrences = 1;
+
+  // Saved by an earlier run (resume): confirm that its repro still fails
+  // the same way, and take it without minimizing again.
   if (corpus_) {
     if (const CorpusEntry* e = corpus_->find_seen(raw)) {
-      if (auto it = by_signature_.find(e->signature); it != by_signature_.end()) {
-        ++report_.failures[it->second].occurrences;
-        raw_to_signature_[raw] = e->signature;
-        return;
-      }
       if (auto again = run_one(kernel, e->c); again && again->verdict.cls == cls) {
-        ReportFailure f;
-        f.kernel = kernel.name;
-        f.verdict = cls;
         f.signature = e->signature;
-        f.raw_signature = raw;
-        f.status = "known";
-        f.generator = w.generator->name;
-        f.seed = o_.seed;
-        f.case_index = w.index;
-        f.occurrences = 1;
+        f.status = known_at_start_.count(e->signature) ? "known" : "new";
         f.detail = again->verdict.detail;
         f.worst = again->verdict.worst;
         f.case_file = e->path;
         f.repro = repro_command(k, e->path);
         f.case_text = write_case(e->c);
         f.minimize.from_elements = f.minimize.to_elements = e->size.elements;
-        best_case_[f.signature] = e->size;
-        record(std::move(f), raw);
+        add_raw(std::move(f), e->size);
         return;
       }
     }
@@ -215,56 +233,34 @@ void Campaign::failure(const CaseWork& w, size_t k) {
 
   Case best = mr.best;
   best.kernel = kernel.name;
-  ReportFailure f;
-  f.kernel = kernel.name;
-  f.verdict = cls;
   f.signature = signature_of(kernel.name, cls, best).text();
-  f.raw_signature = raw;
-  f.generator = w.generator->name;
-  f.seed = o_.seed;
-  f.case_index = w.index;
-  f.occurrences = 1;
   f.detail = last.verdict.detail;
   f.worst = last.verdict.worst;
   f.minimize = {mr.from.elements, mr.to.elements, mr.runs, mr.seconds, mr.exhausted};
   f.status = known_at_start_.count(f.signature) ? "known" : "new";
   best.provenance = failure_provenance(f, utc_now());
-
-  // The same bug reached from another raw signature in this run.
-  auto existing = by_signature_.find(f.signature);
+  CaseSize size = case_size(best);
   if (corpus_) {
     std::string path, error;
     const std::optional<Corpus::Saved> saved = corpus_->save(best, f.signature, raw, &path, &error);
     if (!saved) throw std::runtime_error(error);
     const CorpusEntry& e = *corpus_->find(f.signature);
     if (*saved == Corpus::Saved::Smaller && f.status == "known") f.status = "smaller";
-    f.case_file = path;
-    f.repro = repro_command(k, path);
     if (*saved == Corpus::Saved::KeptExisting) {
-      // Report what the corpus holds, with its own verdict.
+      // The corpus holds a repro no larger: report that one, with its verdict.
       if (auto again = run_one(kernel, e.c)) {
         f.detail = again->verdict.detail;
         f.worst = again->verdict.worst;
       }
+      size = e.size;
     }
+    f.case_file = path;
+    f.repro = repro_command(k, path);
     f.case_text = write_case(e.c);
   } else {
     f.case_text = write_case(best);
   }
-  if (existing != by_signature_.end()) {
-    ReportFailure& old = report_.failures[existing->second];
-    ++old.occurrences;
-    raw_to_signature_[raw] = f.signature;
-    if (case_size(best) < best_case_[f.signature]) {
-      best_case_[f.signature] = case_size(best);
-      f.occurrences = old.occurrences;
-      f.status = old.status;
-      old = std::move(f);
-    }
-    return;
-  }
-  best_case_[f.signature] = case_size(best);
-  record(std::move(f), raw);
+  add_raw(std::move(f), size);
 }
 
 void Campaign::consume(CaseWork& w) {
@@ -293,6 +289,7 @@ void Campaign::consume(CaseWork& w) {
     kernel_s_[k] += out.timing.kernel;
     rc.verdicts.push_back(out.verdict.cls);
     if (out.verdict.cls == VerdictClass::Unsupported) ++unsupported_;
+    else report_.add_error_stats(o_.kernels[k].kernel->name, out.verdict);
     if (!is_failure(out.verdict.cls)) continue;
     failed = true;
     failure(w, k);
@@ -467,6 +464,121 @@ std::vector<std::string> failure_provenance(const ReportFailure& f, const std::s
                    std::to_string(f.minimize.to_elements) + " input elements in " +
                    std::to_string(f.minimize.runs) + " runs"));
   return p;
+}
+
+ReplayResult replay_corpus(const ReplayOptions& o, const KernelRegistry& registry, const Runner& runner,
+                           std::FILE* out, std::FILE* err) {
+  auto say = [](std::FILE* f, const std::string& line) {
+    if (f) fmt::print(f, "{}\n", line);
+  };
+  ReplayResult res;
+  Report& r = res.report;
+  r.run.kind = "replay";
+  r.run.command = o.command;
+  r.run.oracle = runner.oracle_name();
+  r.run.started_utc = utc_now();
+  r.run.stop_reason = "corpus";
+  const Stopwatch clock;
+  std::vector<std::string> files;
+  for (const std::string& dir : o.dirs) {
+    std::string error;
+    auto listed = list_case_files(dir, &error);
+    if (!listed) {
+      say(err, error);
+      res.bad_input = true;
+      continue;
+    }
+    files.insert(files.end(), listed->begin(), listed->end());
+    r.run.corpus += (r.run.corpus.empty() ? "" : " ") + dir;
+  }
+  auto slot_of = [&](const CampaignKernel& k) {
+    for (size_t n = 0; n < r.kernels.size(); ++n)
+      if (r.kernels[n].name == k.kernel->name) return n;
+    r.kernels.push_back({k.kernel->name, k.origin, k.kernel->description ? k.kernel->description : "",
+                         masked_row_name(k.kernel->conventions.masked_row_output),
+                         empty_lse_name(k.kernel->conventions.empty_lse), 0});
+    return r.kernels.size() - 1;
+  };
+  for (const CampaignKernel& k : o.kernels) slot_of(k);
+  for (const std::string& file : files) {
+    std::string error;
+    std::optional<Case> c = load_case_file(file, &error);
+    if (!c) {
+      say(err, error);
+      res.bad_input = true;
+      continue;
+    }
+    std::vector<CampaignKernel> kernels = o.kernels;
+    if (kernels.empty()) {
+      for (const KernelEntry& e : registry.entries())
+        if (c->kernel == e.kernel->name) kernels.push_back({e.kernel, e.origin});
+      if (kernels.empty()) {
+        say(err, file + ": field 'kernel': " +
+                     (c->kernel.empty() ? "the file names no kernel" : "unknown kernel '" + c->kernel + "'") +
+                     " (pass --kernel)");
+        res.bad_input = true;
+        continue;
+      }
+    }
+    ++res.files;
+    ReportCase rc;
+    rc.index = int64_t(r.cases.size());
+    rc.generator = "corpus";
+    for (const CampaignKernel& k : kernels) {
+      const size_t slot = slot_of(k);
+      CaseOutcome outcome;
+      try {
+        outcome = runner.run(*k.kernel, *c);
+      } catch (const std::exception& e) {
+        say(err, file + ": " + e.what());
+        res.bad_input = true;
+        continue;
+      }
+      const Verdict& v = outcome.verdict;
+      r.kernels[slot].kernel_s += outcome.timing.kernel;
+      r.timing.generate_s += outcome.timing.generate;
+      r.timing.oracle_s += outcome.timing.oracle;
+      r.timing.kernel_s += outcome.timing.kernel;
+      r.timing.judge_s += outcome.timing.judge;
+      ReportCell& cell = r.cell(k.kernel->name, "corpus");
+      ++cell.cases;
+      ++cell.by_verdict[size_t(v.cls)];
+      rc.verdicts.resize(r.kernels.size(), VerdictClass::Unsupported);
+      rc.verdicts[slot] = v.cls;
+      ++res.runs;
+      res.passed += v.cls == VerdictClass::Pass;
+      res.unsupported += v.cls == VerdictClass::Unsupported;
+      if (v.cls != VerdictClass::Unsupported) r.add_error_stats(k.kernel->name, v);
+      if (o.verbose || is_failure(v.cls))
+        say(out, fmt::format("{}: {}: {}{}", file, k.kernel->name, verdict_name(v.cls),
+                             v.detail.empty() ? "" : " (" + v.detail + ")"));
+      if (!is_failure(v.cls)) continue;
+      ++res.failed;
+      ReportFailure f;
+      f.kernel = k.kernel->name;
+      f.verdict = v.cls;
+      f.signature = provenance_value(*c, kProvSignature);
+      if (f.signature.empty()) f.signature = signature_of(f.kernel, v.cls, *c).text();
+      f.raw_signature = f.signature;
+      f.status = "new";  // a corpus case failing again is a regression
+      f.generator = "corpus";
+      f.occurrences = 1;
+      f.detail = v.detail;
+      f.worst = v.worst;
+      f.case_file = file;
+      f.repro = "attnfuzz repro " + (o.kernels.empty() ? "" : "--kernel " + f.kernel + " ") + file;
+      f.case_text = write_case(*c);
+      if (v.worst.valid) say(out, "  worst " + v.worst.format());
+      say(out, "  repro: " + f.repro);
+      r.failures.push_back(std::move(f));
+    }
+    rc.verdicts.resize(r.kernels.size(), VerdictClass::Unsupported);
+    r.cases.push_back(std::move(rc));
+  }
+  r.run.cases = int64_t(r.cases.size());
+  r.run.wall_s = r.timing.wall_s = clock.seconds();
+  r.timing.cases_per_second = r.run.wall_s > 0 ? double(r.run.cases) / r.run.wall_s : 0;
+  return res;
 }
 
 Report run_campaign(const CampaignOptions& options, const Runner& runner) {

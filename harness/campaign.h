@@ -13,6 +13,7 @@
 // (signatures already saved are recognised and not minimized again).
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -55,6 +56,29 @@ struct CampaignOptions {
 // Runs the campaign.  Throws std::runtime_error with a one-line message
 // for unusable options (no kernels, no limit, an unwritable corpus).
 Report run_campaign(const CampaignOptions& options, const Runner& runner);
+
+// Replay: every case file of corpus folders against the given kernels (or
+// against the kernel each file records, looked up in `registry`): the
+// regression mode for CI.  A corpus case that fails again is reported as a
+// failure with its repro command.
+struct ReplayOptions {
+  std::vector<std::string> dirs;
+  std::vector<CampaignKernel> kernels;  // empty: each file's own kernel
+  bool verbose = false;                 // print passes too, not only failures
+  std::string command;
+};
+
+struct ReplayResult {
+  Report report;
+  int64_t files = 0, runs = 0, passed = 0, unsupported = 0, failed = 0;
+  bool bad_input = false;  // an unreadable folder, a malformed file, an unknown kernel
+  // The CLI's exit code: 2 for bad input, else 1 if anything failed, else 0.
+  int exit_code() const { return bad_input ? 2 : failed ? 1 : 0; }
+};
+
+// Messages go to `out` (verdicts) and `err` (bad input); null silences them.
+ReplayResult replay_corpus(const ReplayOptions& options, const KernelRegistry& registry, const Runner& runner,
+                           std::FILE* out, std::FILE* err);
 
 // The provenance lines of a saved failure.
 std::vector<std::string> failure_provenance(const ReportFailure& f, const std::string& date_utc);

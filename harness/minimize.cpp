@@ -12,12 +12,16 @@ namespace {
 
 using Candidates = std::vector<Case>;
 
-// Lengths to try in place of n, smallest first: the binary-search steps of
-// a greedy shrink (n/2, then 3n/4, then n-1) after the floor itself.
+// Lengths to try in place of n, smallest first: the floor itself, then the
+// steps of a binary search toward n (halfway, three quarters, ... n - 1),
+// so a threshold at t is found in about 2 log2(n - t) runs, not n - t.
 std::vector<int> shorter(int n, int floor) {
   std::vector<int> out;
-  for (int m : {floor, n / 2, n - n / 4, n - 1})
-    if (m >= floor && m < n && std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+  if (n <= floor) return out;
+  out.push_back(floor);
+  for (int step = (n - floor) / 2; step >= 1; step /= 2)
+    if (n - step != out.back()) out.push_back(n - step);
+  if (out.back() != n - 1) out.push_back(n - 1);
   return out;
 }
 

@@ -174,125 +174,19 @@ struct ReplayArgs {
   bool verbose = false;
 };
 
-// Every case file of every folder against the named kernels, or against the
-// kernel each file records.
 int run_replay(const Globals& g, const ReplayArgs& a) {
   const KernelRegistry reg = g.registry();
-  const std::vector<CampaignKernel> override = a.kernels.empty() ? std::vector<CampaignKernel>{}
-                                                                 : resolve_kernels(reg, a.kernels);
+  ReplayOptions o;
+  o.dirs = a.dirs;
+  if (!a.kernels.empty()) o.kernels = resolve_kernels(reg, a.kernels);
+  o.verbose = a.verbose;
+  o.command = g.command_line;
   const Runner runner(g.run_options());
-  Report r;
-  r.run.kind = "replay";
-  r.run.command = g.command_line;
-  r.run.oracle = runner.oracle_name();
-  r.run.started_utc = utc_now();
-  const auto t0 = std::chrono::steady_clock::now();
-  bool bad_input = false;
-  std::vector<std::string> files;
-  for (const std::string& dir : a.dirs) {
-    std::string error;
-    auto listed = list_case_files(dir, &error);
-    if (!listed) {
-      fmt::print(stderr, "{}\n", error);
-      bad_input = true;
-      continue;
-    }
-    files.insert(files.end(), listed->begin(), listed->end());
-    r.run.corpus += (r.run.corpus.empty() ? "" : " ") + dir;
-  }
-  auto kernel_slot = [&](const CampaignKernel& k) {
-    for (size_t n = 0; n < r.kernels.size(); ++n)
-      if (r.kernels[n].name == k.kernel->name) return n;
-    r.kernels.push_back({k.kernel->name, k.origin, k.kernel->description ? k.kernel->description : "",
-                         masked_row_name(k.kernel->conventions.masked_row_output),
-                         empty_lse_name(k.kernel->conventions.empty_lse), 0});
-    return r.kernels.size() - 1;
-  };
-  for (const CampaignKernel& k : override) kernel_slot(k);
-  int64_t index = 0;
-  for (const std::string& file : files) {
-    std::string error;
-    std::optional<Case> c = load_case_file(file, &error);
-    if (!c) {
-      fmt::print(stderr, "{}\n", error);
-      bad_input = true;
-      continue;
-    }
-    std::vector<CampaignKernel> kernels = override;
-    if (kernels.empty()) {
-      const KernelEntry* e = nullptr;
-      for (const KernelEntry& entry : reg.entries())
-        if (c->kernel == entry.kernel->name) e = &entry;
-      if (!e) {
-        fmt::print(stderr, "{}: field 'kernel': {} (pass --kernel)\n", file,
-                   c->kernel.empty() ? "the file names no kernel" : "unknown kernel '" + c->kernel + "'");
-        bad_input = true;
-        continue;
-      }
-      kernels.push_back({e->kernel, e->origin});
-    }
-    ReportCase rc;
-    rc.index = index++;
-    rc.generator = "corpus";
-    rc.verdicts.assign(r.kernels.size() + kernels.size(), VerdictClass::Unsupported);
-    for (const CampaignKernel& k : kernels) {
-      const size_t slot = kernel_slot(k);
-      CaseOutcome out;
-      try {
-        out = runner.run(*k.kernel, *c);
-      } catch (const std::exception& e) {
-        fmt::print(stderr, "{}: {}\n", file, e.what());
-        bad_input = true;
-        continue;
-      }
-      r.kernels[slot].kernel_s += out.timing.kernel;
-      r.timing.generate_s += out.timing.generate;
-      r.timing.oracle_s += out.timing.oracle;
-      r.timing.kernel_s += out.timing.kernel;
-      r.timing.judge_s += out.timing.judge;
-      ReportCell& cell = r.cell(k.kernel->name, "corpus");
-      ++cell.cases;
-      ++cell.by_verdict[size_t(out.verdict.cls)];
-      rc.verdicts[slot] = out.verdict.cls;
-      const Verdict& v = out.verdict;
-      if (a.verbose || is_failure(v.cls))
-        fmt::print("{}: {}: {}{}\n", file, k.kernel->name, verdict_name(v.cls), v.detail.empty() ? "" : " (" + v.detail + ")");
-      if (!is_failure(v.cls)) continue;
-      if (v.worst.valid) fmt::print("  worst {}\n", v.worst.format());
-      ReportFailure f;
-      f.kernel = k.kernel->name;
-      f.verdict = v.cls;
-      f.signature = f.raw_signature = provenance_value(*c, kProvSignature);
-      f.status = "new";  // a corpus case that fails again is a regression
-      f.generator = "corpus";
-      f.occurrences = 1;
-      f.detail = v.detail;
-      f.worst = v.worst;
-      f.case_file = file;
-      f.repro = "attnfuzz repro " + (a.kernels.empty() ? "" : "--kernel " + f.kernel + " ") + file;
-      f.case_text = write_case(*c);
-      fmt::print("  repro: {}\n", f.repro);
-      r.failures.push_back(std::move(f));
-    }
-    rc.verdicts.resize(r.kernels.size(), VerdictClass::Unsupported);
-    r.cases.push_back(std::move(rc));
-  }
-  r.run.cases = int64_t(r.cases.size());
-  r.run.stop_reason = "corpus";
-  r.run.wall_s = r.timing.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.timing.cases_per_second = r.run.wall_s > 0 ? double(r.run.cases) / r.run.wall_s : 0;
-  write_report(r, a.out);
-  int64_t runs = 0, passed = 0, unsupported = 0, failed = 0;
-  for (const ReportCell& c : r.cells) {
-    runs += c.cases;
-    passed += c.count(VerdictClass::Pass);
-    unsupported += c.count(VerdictClass::Unsupported);
-    failed += c.failed();
-  }
-  fmt::print("replay: {} case files, {} kernel runs: {} pass, {} unsupported, {} fail ({:.1f} s)\n", files.size(),
-             runs, passed, unsupported, failed, r.run.wall_s);
-  if (bad_input) return kExitBadInput;
-  return failed ? kExitFailuresFound : kExitOk;
+  const ReplayResult res = replay_corpus(o, reg, runner, stdout, stderr);
+  write_report(res.report, a.out);
+  fmt::print("replay: {} case files, {} kernel runs: {} pass, {} unsupported, {} fail ({:.1f} s)\n", res.files,
+             res.runs, res.passed, res.unsupported, res.failed, res.report.run.wall_s);
+  return res.exit_code();
 }
 
 }  // namespace
