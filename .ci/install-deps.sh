@@ -8,7 +8,7 @@ packages=(
   clang libclang-rt-14-dev                     # libFuzzer and sanitizers
   libcli11-dev nlohmann-json3-dev libfmt-dev   # CLI, JSON, formatting
   gnuplot-nox                                  # report plots (SVG)
-  chromium libxml2-utils                       # headless-browser test of report.html; xmllint cross-check
+  chromium fonts-dejavu-core libxml2-utils     # headless-browser test of report.html; xmllint cross-check
 )
 missing=()
 for p in "${packages[@]}"; do
