@@ -59,8 +59,11 @@ struct Worker {
     WireProblem w;
     decode_problem(rd, &w);
     std::string why;
-    const afz_kernel* k = forked && address ? reinterpret_cast<const afz_kernel*>(address)
-                                            : lookup.find(w.kernel_name, w.kernel_library, &why);
+    // By name first (a kernel made after this worker was forked has no copy
+    // here); a forked worker falls back to the harness's address for kernels
+    // no registry knows, such as a test's own.
+    const afz_kernel* k = lookup.find(w.kernel_name, w.kernel_library, &why);
+    if (!k && forked && address) k = reinterpret_cast<const afz_kernel*>(address);
     if (!k) return error(r, why);
     const bool on_gpu = (k->caps.flags & AFZ_CAP_GPU) != 0;
     if (on_gpu && !device) return error(r, no_device_why);

@@ -79,6 +79,45 @@ __device__ __forceinline__ void load_tile(uint16_t* s, const uint16_t* g, int64_
   }
 }
 
+// Which (head, query) a tile row holds.  The forward gives a block one head
+// (group = 1: row R is query R).  The split-KV kernel packs the `group` query
+// heads that share a K/V head into the rows (FlashAttention-3's PackGQA):
+// row R is query R / group of head h0 + R % group, so a decode step with one
+// query per head reads each K/V block once for the whole group, not once per
+// query head.  Query R / group is monotone in R, so a tile's masks are still
+// decided by its first and last rows.
+struct RowMap {
+  int group, h0;
+  __device__ int head(int r) const { return h0 + r % group; }
+  __device__ int query(int r) const { return r / group; }
+};
+
+// The Q tile: rows R0 .. R0 + 63 of the row map, each from its own (head,
+// query); rows past `rows` (padding) are zeroed and never read.
+template <int kD>
+__device__ __forceinline__ void load_q_tile(uint16_t* s, const ForwardParams& p, int b, const RowMap& map, int r0,
+                                            int rows, int tid) {
+  constexpr int kLd = TileShape<kD>::kLd;
+  const uint16_t* q = static_cast<const uint16_t*>(p.q) + b * p.q_stride[0];
+  auto row_ptr = [&](int r) {
+    return q + map.head(r0 + r) * p.q_stride[1] + int64_t(map.query(r0 + r)) * p.q_stride[2];
+  };
+  if (p.q_vec) {
+    constexpr int kChunks = kD / 8;
+    for (int c = tid; c < kBlockM * kChunks; c += kThreads) {
+      const int r = c / kChunks, x = (c % kChunks) * 8;
+      uint16_t* dst = s + r * kLd + x;
+      if (r < rows) cp_async_16(dst, row_ptr(r) + x);
+      else *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+    }
+  } else {
+    for (int e = tid; e < kBlockM * kD; e += kThreads) {
+      const int r = e / kD, x = e % kD;
+      s[r * kLd + x] = r < rows ? row_ptr(r)[x * p.q_stride[3]] : uint16_t(0);
+    }
+  }
+}
+
 __device__ __forceinline__ void store_out(const ForwardParams& p, int64_t at, float v) {
   switch (p.o_type) {
     case OutType::F32: static_cast<float*>(p.o)[at] = v; break;
@@ -98,21 +137,24 @@ __global__ void __launch_bounds__(kThreads) fa2_forward(const ForwardParams p) {
   uint16_t* sK = sQ + Shape::kTileElems;
   uint16_t* sV = sK + Shape::kTileElems;
 
-  const int h = blockIdx.y;
+  // Split-KV blocks pack a K/V head's query heads into their rows (RowMap).
+  const int group = kSplit ? p.heads_q / p.heads_kv : 1;
+  const int hk = kSplit ? int(blockIdx.y) : int(blockIdx.y) / (p.heads_q / p.heads_kv);
+  const RowMap map{group, kSplit ? int(blockIdx.y) * group : int(blockIdx.y)};
   const int b = kSplit ? int(blockIdx.z) / p.num_splits : int(blockIdx.z);
   const int split = kSplit ? int(blockIdx.z) % p.num_splits : 0;
   const int seqlen_q = p.seqlens_q[b], seqlen_k = p.seqlens_k[b];
-  const int m0 = blockIdx.x * kBlockM;
-  if (m0 >= seqlen_q) return;  // the whole tile is padding: nothing to write
-  const int hk = h / (p.heads_q / p.heads_kv);
+  const int rows = seqlen_q * group;  // valid tile rows of this (batch, head or head group)
+  const int r0 = blockIdx.x * kBlockM;
+  if (r0 >= rows) return;  // the whole tile is padding: nothing to write
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int quad_row = lane / 4, quad_col = 2 * (lane % 4);  // mma C fragment: rows g, g+8; cols 2t, 2t+1
 
   Band<kDefect> band{seqlen_k, p.bottom_right ? seqlen_k - seqlen_q : 0, p.has_window ? p.window_left : -1,
                      p.has_window ? p.window_right : -1};
   // Key blocks that any row of this tile can see (rows past seqlen_q are never stored).
-  const int last_row = min(m0 + kBlockM, seqlen_q) - 1;
-  const int key_lo = band.first(m0), key_hi = band.end(last_row);
+  const int first_query = map.query(r0), last_query = map.query(min(r0 + kBlockM, rows) - 1);
+  const int key_lo = band.first(first_query), key_hi = band.end(last_query);
   int n_begin = key_lo / kBlockN;
   int n_end = key_hi > key_lo ? (key_hi + kBlockN - 1) / kBlockN : n_begin;
   if constexpr (kSplit) {
@@ -121,9 +163,7 @@ __global__ void __launch_bounds__(kThreads) fa2_forward(const ForwardParams p) {
   }
 
   // Q tile -> registers (A fragments), once.
-  const uint16_t* gQ = static_cast<const uint16_t*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1] +
-                       int64_t(m0) * p.q_stride[2];
-  load_tile<kD>(sQ, gQ, p.q_stride[2], p.q_stride[3], min(kBlockM, seqlen_q - m0), p.q_vec, tid);
+  load_q_tile<kD>(sQ, p, b, map, r0, min(kBlockM, rows - r0), tid);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -174,11 +214,12 @@ __global__ void __launch_bounds__(kThreads) fa2_forward(const ForwardParams p) {
 
     // Mask only blocks that straddle a band edge or seqlen_k: rows' edges are
     // monotone in the row, so the tile's first and last rows decide.
-    const bool need_mask = n0 + kBlockN > band.mask_end(m0) || n0 < band.first(m0 + kBlockM - 1);
+    const bool need_mask =
+        n0 + kBlockN > band.mask_end(first_query) || n0 < band.first(map.query(r0 + kBlockM - 1));
     if (need_mask) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const int i = m0 + warp * 16 + quad_row + 8 * r;
+        const int i = map.query(r0 + warp * 16 + quad_row + 8 * r);
         const int lo = band.first(i), hi = band.mask_end(i);
 #pragma unroll
         for (int t = 0; t < kNTiles; ++t)
@@ -248,19 +289,20 @@ __global__ void __launch_bounds__(kThreads) fa2_forward(const ForwardParams p) {
     float l = l_run[r];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const int i = m0 + warp * 16 + quad_row + 8 * r;
-    if (i >= seqlen_q) continue;
+    const int row = r0 + warp * 16 + quad_row + 8 * r;
+    if (row >= rows) continue;
+    const int h = map.head(row), i = map.query(row);
     if constexpr (kSplit) {
       // Partial state of this split, merged by splitkv_merge (m = -inf, l = 0: empty split).
-      const int64_t row = ((int64_t(b) * p.heads_q + h) * p.num_splits + split) * p.max_seqlen_q + i;
+      const int64_t at = ((int64_t(b) * p.heads_q + h) * p.num_splits + split) * p.max_seqlen_q + i;
       if (lane % 4 == 0) {
-        p.part_m[row] = m_run[r];
-        p.part_l[row] = l;
+        p.part_m[at] = m_run[r];
+        p.part_l[at] = l;
       }
 #pragma unroll
       for (int t = 0; t < kDTiles; ++t) {
-        p.part_acc[row * kD + t * 8 + quad_col] = acc[t][2 * r];
-        p.part_acc[row * kD + t * 8 + quad_col + 1] = acc[t][2 * r + 1];
+        p.part_acc[at * kD + t * 8 + quad_col] = acc[t][2 * r];
+        p.part_acc[at * kD + t * 8 + quad_col + 1] = acc[t][2 * r + 1];
       }
     } else {
       // l = 0 exactly when the row saw no key (its max key contributes

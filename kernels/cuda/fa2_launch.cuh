@@ -16,7 +16,10 @@ cudaError_t launch_fa2(const ForwardParams& p, cudaStream_t stream) {
   static const cudaError_t opt_in =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmem));
   if (opt_in != cudaSuccess) return opt_in;
-  const dim3 grid(ceil_div(p.max_seqlen_q, kBlockM), p.heads_q, p.batch * (kSplit ? p.num_splits : 1));
+  // Split-KV packs each K/V head's query heads into the tile rows (RowMap).
+  const dim3 grid = kSplit ? dim3(ceil_div(p.max_seqlen_q * (p.heads_q / p.heads_kv), kBlockM), p.heads_kv,
+                                  p.batch * p.num_splits)
+                           : dim3(ceil_div(p.max_seqlen_q, kBlockM), p.heads_q, p.batch);
   if (grid.x == 0) return cudaSuccess;  // no query rows anywhere: nothing to write
   kernel<<<grid, kThreads, kSmem, stream>>>(p);
   return cudaGetLastError();
@@ -39,7 +42,9 @@ cudaError_t launch_forward_dim(const ForwardParams& p, Defect defect, cudaStream
 template <typename Elem>
 cudaError_t launch_forward_typed(const ForwardParams& p, Defect defect, cudaStream_t stream) {
   switch (p.head_dim) {
+    case 32: return launch_forward_dim<Elem, 32>(p, defect, stream);
     case 64: return launch_forward_dim<Elem, 64>(p, defect, stream);
+    case 96: return launch_forward_dim<Elem, 96>(p, defect, stream);
     case 128: return launch_forward_dim<Elem, 128>(p, defect, stream);
   }
   return cudaErrorInvalidValue;
@@ -58,7 +63,9 @@ cudaError_t launch_splitkv_dim(const ForwardParams& p, bool rescale_in_merge, cu
 template <typename Elem>
 cudaError_t launch_splitkv_typed(const ForwardParams& p, bool rescale_in_merge, cudaStream_t stream) {
   switch (p.head_dim) {
+    case 32: return launch_splitkv_dim<Elem, 32>(p, rescale_in_merge, stream);
     case 64: return launch_splitkv_dim<Elem, 64>(p, rescale_in_merge, stream);
+    case 96: return launch_splitkv_dim<Elem, 96>(p, rescale_in_merge, stream);
     case 128: return launch_splitkv_dim<Elem, 128>(p, rescale_in_merge, stream);
   }
   return cudaErrorInvalidValue;

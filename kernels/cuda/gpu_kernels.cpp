@@ -54,8 +54,8 @@ std::string resolve(const afz_problem& p, ForwardParams* f) {
     return "null tensor or seqlens pointer";
   if (!is_b16(p.q.dtype) || p.k.dtype != p.q.dtype || p.v.dtype != p.q.dtype)
     return "q, k and v must share one dtype, fp16 or bf16";
-  if (p.head_dim != p.head_dim_v || (p.head_dim != 64 && p.head_dim != 128))
-    return "head_dim = head_dim_v = 64 or 128 only";
+  if (p.head_dim != p.head_dim_v || p.head_dim < 32 || p.head_dim > 128 || p.head_dim % 32 != 0)
+    return "head_dim = head_dim_v = 32, 64, 96 or 128 only";
   if (p.o.dtype != AFZ_F32 && p.o.dtype != AFZ_F16 && p.o.dtype != AFZ_BF16) return "output dtype fp32, fp16 or bf16";
   if (p.batch < 1 || p.heads_kv < 1 || p.heads_q % p.heads_kv != 0) return "heads_q must be a multiple of heads_kv";
   if (p.bool_mask.data || p.add_mask.data || p.softcap != 0.0f) return "no explicit masks or softcap";
@@ -182,7 +182,7 @@ constexpr afz_caps kCaps = {
         AFZ_CAP_LSE | AFZ_CAP_STRIDED | AFZ_CAP_GPU,
     (1u << AFZ_F16) | (1u << AFZ_BF16),
     (1u << AFZ_F32) | (1u << AFZ_F16) | (1u << AFZ_BF16),
-    /*min_head_dim=*/64, /*max_head_dim=*/128, /*head_dim_multiple=*/64,
+    /*min_head_dim=*/32, /*max_head_dim=*/128, /*head_dim_multiple=*/32,
     /*max_seqlen=*/0};
 
 // Scores: q.k on tensor cores in fp32 (bf16/fp16 products exact), times
@@ -208,10 +208,10 @@ struct Entry {
 
 const Entry kEntries[] = {
     {"gpu.fa2", "CUDA FA2 forward: mma.sync m16n8k16 tensor cores, 64x64 tiles, online softmax in registers, "
-                "one division at the end; head_dim 64/128, bf16/fp16",
+                "one division at the end; head_dim 32/64/96/128, bf16/fp16",
      {Family::Forward, Defect::None}, "builtin"},
     {"gpu.splitkv", "CUDA split-KV (FlashDecoding): key blocks split across thread blocks, partial (m, l, acc) "
-                    "merged by rescaling; head_dim 64/128, bf16/fp16",
+                    "merged by rescaling; head_dim 32/64/96/128, bf16/fp16",
      {Family::SplitKv, Defect::None}, "builtin"},
     {"gpu.mutant.no_acc_rescale", "gpu.fa2 with l rescaled by alpha but the accumulator not",
      {Family::Forward, Defect::NoAccRescale}, "mutant"},

@@ -8,7 +8,7 @@
 
 namespace afz::cuda {
 
-// The FA2 forward over the whole key range: head_dim 64 or 128.
+// The FA2 forward over the whole key range: head_dim 32, 64, 96 or 128.
 cudaError_t launch_forward_bf16(const ForwardParams& p, Defect defect, cudaStream_t stream);
 cudaError_t launch_forward_f16(const ForwardParams& p, Defect defect, cudaStream_t stream);
 

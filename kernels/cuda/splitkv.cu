@@ -20,7 +20,8 @@ constexpr int kMaxGridZ = 65535;   // batch * splits rides on gridDim.z
 SplitPlan plan_splits(const ForwardParams& p, int sm_count) {
   SplitPlan plan;
   const int key_blocks = std::max(1, ceil_div(p.max_seqlen_k, kBlockN));
-  const long query_blocks = long(std::max(1, ceil_div(p.max_seqlen_q, kBlockM))) * p.heads_q * p.batch;
+  const int group = p.heads_q / p.heads_kv;  // query heads packed into one block's rows
+  const long query_blocks = long(std::max(1, ceil_div(p.max_seqlen_q * group, kBlockM))) * p.heads_kv * p.batch;
   const long wanted = (long(kWavesPerSm) * sm_count + query_blocks - 1) / query_blocks;
   int splits = int(std::clamp<long>(wanted, 1, std::min({key_blocks, kMaxSplits, kMaxGridZ / p.batch})));
   plan.blocks_per_split = ceil_div(key_blocks, splits);

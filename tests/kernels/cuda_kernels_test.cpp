@@ -61,6 +61,9 @@ const char* const kFeatureCases[] = {
     "batch 1\nheads 1\nseqlen_q 64\nseqlen_k 640\nhead_dim 64\ntransform growing_max block=64 step=3\nseed 12\n",
     "batch 1\nheads 1\nseqlen_q 64\nseqlen_k 300\nhead_dim 64\ntransform shift_scores offset=-10000\nseed 13\n",
     "batch 1\nheads 2\nseqlen_q 64\nseqlen_k 300\nhead_dim 64\ntransform row_contrast amp=100\nseed 14\n",
+    // Packed GQA rows in the split kernel: a tile holds several heads' queries.
+    "batch 2\nheads 8 2\nseqlen_q 37 20\nseqlen_k 300 129\nhead_dim 32\nwindow 30 0 bottom_right\nseed 15\n",
+    "batch 1\nheads 6 3\nseqlen_q 50\nseqlen_k 80\nhead_dim 96\ncausal top_left\nlayout bshd\nseed 16\n",
 };
 
 TEST(CudaKernels, CorrectKernelsPassEveryFeature) {
