@@ -52,6 +52,19 @@ struct NoMRefGuard : Fa2Steps {
   static T reference(T m_new) { return m_new; }
 };
 
+// Seed 002: "leaving NaN handling to the final division, after the NaN has
+// already reached the accumulator".  No m_ref guard, but a NaN l is taken
+// for an empty row at the end (O = 0, LSE = -inf).  That repairs rows with
+// no visible key at all, so fully masked rows no longer show the defect;
+// rows that see nothing in the tile's first key block and something later
+// still lose every key (alpha = 0 times NaN is NaN) and come out as 0.
+struct NanFixedAtEnd : NoMRefGuard {
+  template <typename T>
+  static T normalised(T acc, T l) { return std::isnan(l) ? T(0) : Fa2Steps::normalised(acc, l); }
+  template <typename T>
+  static T log_sum_exp(T m, T l) { return std::isnan(l) ? kNegInf<T> : Fa2Steps::log_sum_exp(m, l); }
+};
+
 // Seed 002: "one scalar max for the whole tile".  Exact in exact arithmetic,
 // but a row far below the tile's max underflows: exp(s - M) = 0 for every
 // key, l = 0, the row comes out empty.  Needs rows of very different scale

@@ -1,6 +1,7 @@
 // The zoo's table: each row is a reference kernel's entry point instantiated
 // on one defect's Steps type, with the parent's block sizes.  A new mutant is
 // a Steps type in defects.h and one row here.
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/fa1.h"
@@ -36,6 +37,9 @@ const std::vector<MutantInfo>& zoo() {
             "rows whose scores all lie below fp32's exp underflow (< -87)", cpu::tiled_entry<MaxStartsAtZero>),
       tiled("cpu.mutant.no_mref_guard", "no m_ref guard: -inf - (-inf) = NaN for rows with nothing visible yet",
             "windows or masks that empty a tile's first key block for some rows", cpu::tiled_entry<NoMRefGuard>),
+      tiled("cpu.mutant.nan_fixed_at_end", "no m_ref guard; a NaN row is zeroed at the final division instead",
+            "rows that see nothing in the tile's first key block but keys later (windows, key-block masks)",
+            cpu::tiled_entry<NanFixedAtEnd>),
       tiled("cpu.mutant.tile_scalar_max", "one scalar max for the whole query tile",
             "rows of very different scale in one query tile", cpu::tiled_entry<OneMaxPerTile>),
       {emulating_kernel("cpu.mutant.fa1_wrong_ratio",
