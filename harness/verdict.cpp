@@ -214,13 +214,10 @@ Verdict judge(const afz_kernel& k, const Materialized& m, OracleResult& r, const
         for (int i = 0; i < p.seqlens_q[b]; ++i)
           if (!r.empty[r.row_index(b, h, i)] && !Judge::decidable(m, k, b, h, i, r, eb))
             undecided.push_back(r.row_index(b, h, i));
-    if (!undecided.empty()) {
-      escalate->compute_rows(p, undecided, r);
-      for (int64_t ri : undecided) {
-        for (int x = 0; x < r.dv; ++x) r.o_err[ri * r.dv + x] = 0;
-        if (!r.lse_err.empty()) r.lse_err[ri] = 0;
-      }
-    }
+    // The precise tier writes its own (tiny, or +inf where it cannot
+    // resolve a score) bounds into o_err/lse_err: a row it cannot decide
+    // either is never called a failure.
+    if (!undecided.empty()) escalate->compute_rows(p, undecided, r);
   }
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.heads_q; ++h)
