@@ -198,7 +198,16 @@ struct Report {
   int64_t new_failures() const;
   int64_t known_failures() const;
   int64_t failing_cases() const;  // cases where at least one kernel failed
-  bool passed() const { return failures.empty() && errors.empty(); }
+  // A mutant run (run.kind "mutants") is the other way round: its failures
+  // are the kills it wants, and it passes when every mutant was killed.
+  bool passed() const {
+    if (run.kind == "mutants") {
+      for (const ReportMutant& m : mutants)
+        if (!m.killed) return false;
+      return !mutants.empty() && errors.empty();
+    }
+    return failures.empty() && errors.empty();
+  }
 };
 
 std::optional<VerdictClass> parse_verdict_name(std::string_view name);

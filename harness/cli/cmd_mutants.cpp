@@ -12,6 +12,7 @@
 #include "kernels/mutants/mutants.h"
 #include "mutant_gate.h"
 #include "reports/report.h"
+#include "reports/report_views.h"
 
 namespace afz::cli {
 namespace {
@@ -86,6 +87,10 @@ void print_totals(const MutantGateResult& r, double wall_s) {
   fmt::print("\n{} mutants: {} killed, {} survived; {:.1f} s wall\n", r.rows.size(), r.killed, r.survived, wall_s);
   if (r.median_s)
     fmt::print("time to kill: median {:.3f} s, worst {:.3f} s ({})\n", *r.median_s, *r.worst_s, r.worst_kernel);
+  // Cases the harness itself could not build or judge: not a verdict on any
+  // mutant, but a harness bug worth a look (they are in the report too).
+  for (const MutantRow& row : r.rows)
+    for (const std::string& e : row.campaign.errors) fmt::print("harness error ({}): {}\n", row.kernel, e);
   for (const MutantRow& row : r.rows)
     if (!row.killed)
       fmt::print("survivor: {} ran {} cases without a failure: the generators have a blind spot\n", row.kernel,
@@ -126,8 +131,8 @@ int run_mutants(const Globals& g, const MutantsArgs& a) {
   print_totals(result, wall_s);
   if (!a.out.empty()) {
     const Report report = mutant_gate_report(result, o, runner.oracle_name(), wall_s);
-    if (!write_report_json(report, a.out, &error)) throw BadInput{error};
-    fmt::print("report: {}/report.json\n", a.out);
+    if (!write_report_folder(report, a.out, &error)) throw BadInput{error};
+    fmt::print("report: {}/report.json, {}/report.html\n", a.out, a.out);
   }
   return result.passed() ? kExitOk : kExitFailuresFound;
 }

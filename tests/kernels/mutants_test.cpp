@@ -210,6 +210,34 @@ TEST(MutantZoo, NaNPatchedAtTheEndSurvivesFullyMaskedRowsOnly) {
   EXPECT_EQ(out.verdict.cls, VerdictClass::Pass) << out.verdict.detail;
 }
 
+// corpora/mutants holds the gate's minimized kills: each still kills the
+// mutant it names and passes every reference kernel (what `attnfuzz replay
+// corpora/mutants` and `replay corpora/mutants --kernel all` check in CI).
+TEST(MutantCorpus, EverySavedKillStillKillsItsMutantAndNoReference) {
+  const std::string dir = std::string(ATTNFUZZ_SOURCE_DIR) + "/corpora/mutants";
+  std::string error;
+  const std::optional<std::vector<std::string>> files = list_case_files(dir, &error);
+  ASSERT_TRUE(files) << error;
+  const KernelRegistry reg = KernelRegistry::with_builtins();
+  std::set<std::string> killed;
+  for (const std::string& file : *files) {
+    SCOPED_TRACE(file);
+    const std::optional<Case> c = load_case_file(file, &error);
+    ASSERT_TRUE(c) << error;
+    EXPECT_FALSE(c->provenance.empty());
+    const MutantInfo* m = find_mutant(c->kernel);
+    ASSERT_NE(m, nullptr) << "names no mutant: " << c->kernel;
+    EXPECT_TRUE(is_failure(runner().run(m->kernel, *c).verdict.cls));
+    killed.insert(c->kernel);
+    for (const KernelEntry& e : reg.entries()) {
+      if (e.origin != "builtin" || std::string(e.kernel->name).rfind("cpu.", 0) != 0) continue;
+      const CaseOutcome out = runner().run(*e.kernel, *c);
+      EXPECT_EQ(out.verdict.cls, VerdictClass::Pass) << e.kernel->name << ": " << out.verdict.detail;
+    }
+  }
+  for (const MutantInfo& m : cpu_mutants()) EXPECT_TRUE(killed.count(m.kernel.name)) << m.kernel.name << " has no saved kill";
+}
+
 class TempDir {
  public:
   explicit TempDir(const std::string& tag)
@@ -263,6 +291,7 @@ TEST(MutantGate, KillsARealMutantAndSavesTheMinimizedCase) {
   EXPECT_TRUE(rep.mutants[0].killed);
   EXPECT_EQ(rep.mutants[0].cases_to_kill, row.cases);
   EXPECT_EQ(rep.run.stop_reason, "kills");
+  EXPECT_TRUE(rep.passed()) << "a mutant run passes on its kills";
 }
 
 // The gate's reason to exist: a "mutant" that is in fact correct survives,
@@ -288,6 +317,7 @@ TEST(MutantGate, FailsWhenAMutantSurvives) {
   EXPECT_FALSE(rep.mutants[0].killed);
   EXPECT_EQ(rep.mutants[0].cases_to_kill, -1);
   EXPECT_EQ(rep.run.stop_reason, "cases");
+  EXPECT_FALSE(rep.passed());
 }
 
 TEST(MutantGate, RejectsUnusableOptions) {
