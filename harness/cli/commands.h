@@ -36,6 +36,7 @@ Action add_run_command(CLI::App& app, Globals& g);
 Action add_repro_command(CLI::App& app, Globals& g);
 Action add_fuzz_command(CLI::App& app, Globals& g);    // cmd_fuzz.cpp
 Action add_replay_command(CLI::App& app, Globals& g);  // cmd_fuzz.cpp
+Action add_report_command(CLI::App& app, Globals& g);  // cmd_report.cpp
 Action add_mutants_command(CLI::App& app, Globals& g);  // cmd_mutants.cpp
 
 // Thrown for bad input; main prints the message and exits 2.

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   track(add_repro_command(app, g));
   track(add_fuzz_command(app, g));
   track(add_replay_command(app, g));
+  track(add_report_command(app, g));
   track(add_mutants_command(app, g));
   for (int n = 0; n < argc; ++n) g.command_line += (n ? " " : "") + std::string(argv[n]);
 
