@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "case_io.h"
+#include "gpu/gpu_run.h"
 #include "transforms.h"
 
 namespace afz {
@@ -41,10 +42,27 @@ std::string add_value_text(const AddMask& a) {
   }
 }
 
+// Kernel runs of a campaign that the kernel declined.
+int64_t unsupported_runs(const Report& r) {
+  int64_t n = 0;
+  for (const ReportCell& c : r.cells) n += c.count(VerdictClass::Unsupported);
+  return n;
+}
+
 MutantRow run_one(const CampaignKernel& mutant, const MutantGateOptions& g, const Runner& runner) {
   MutantRow row;
   row.kernel = mutant.kernel->name;
   row.origin = mutant.origin;
+  // A GPU mutant on a machine without a usable device would decline every
+  // case of its budget: say so at once instead.
+  if (mutant.kernel->caps.flags & AFZ_CAP_GPU) {
+    if (std::string why = gpu::gpu_unavailable_reason(); !why.empty()) {
+      row.untested = true;
+      row.untested_reason = why;
+      row.stop_reason = "untested";
+      return row;
+    }
+  }
 
   CampaignOptions o;
   o.kernels = {mutant};
@@ -81,6 +99,11 @@ MutantRow run_one(const CampaignKernel& mutant, const MutantGateOptions& g, cons
     row.cases = r.run.cases;
     row.seconds = r.run.wall_s;
     row.stop_reason = r.run.stop_reason;
+    if (row.cases > 0 && unsupported_runs(r) == row.cases) {
+      row.untested = true;
+      row.untested_reason = "declined all " + std::to_string(row.cases) + " cases";
+      row.stop_reason = "untested";
+    }
   }
   return row;
 }
@@ -141,7 +164,9 @@ MutantGateResult run_mutant_gate(const std::vector<CampaignKernel>& mutants, con
   std::vector<double> kill_times;
   for (const CampaignKernel& m : mutants) {
     MutantRow row = run_one(m, options, runner);
-    if (row.killed) {
+    if (row.untested) {
+      ++result.untested;
+    } else if (row.killed) {
       ++result.killed;
       kill_times.push_back(row.seconds);
       if (!result.worst_s || row.seconds > *result.worst_s) {
@@ -175,6 +200,7 @@ Report mutant_gate_report(const MutantGateResult& result, const MutantGateOption
   run.stop_reason = "kills";
   for (const GeneratorMix::Entry& e : options.mix.entries()) r.generators.push_back({e.gen->name, e.weight, 0});
   for (const MutantRow& row : result.rows) {
+    if (row.untested) continue;
     const Report& c = row.campaign;
     if (run.started_utc.empty()) run.started_utc = c.run.started_utc;
     run.cases += c.run.cases;

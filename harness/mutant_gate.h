@@ -44,6 +44,11 @@ struct MutantRow {
   std::string kernel;
   std::string origin;
   bool killed = false;
+  // Not tested at all: a GPU mutant without a device, or a kernel that
+  // declined every case.  Neither killed nor a survivor (no blind spot of
+  // the generators), and not in the report's `mutants`.
+  bool untested = false;
+  std::string untested_reason;
   int64_t cases = 0;            // to the kill (inclusive), else cases run
   double seconds = 0;           // to the kill (see above), else the campaign's wall time
   std::string stop_reason;      // "kill", "cases" or "time"
@@ -54,11 +59,12 @@ struct MutantRow {
 
 struct MutantGateResult {
   std::vector<MutantRow> rows;
-  int killed = 0, survived = 0;
+  int killed = 0, survived = 0, untested = 0;
   // Over killed mutants; nullopt when none was killed.
   std::optional<double> median_s, worst_s;
   std::string worst_kernel;
-  bool passed() const { return survived == 0 && !rows.empty(); }
+  // No survivor, and at least one mutant was actually tested.
+  bool passed() const { return survived == 0 && killed > 0; }
 };
 
 // Runs the gate over `mutants` in order.  Throws std::runtime_error with a

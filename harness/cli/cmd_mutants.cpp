@@ -70,7 +70,9 @@ void print_header() {
 }
 
 void print_row(const MutantRow& row) {
-  if (row.killed) {
+  if (row.untested) {
+    fmt::print(kRowFormat, row.kernel, "untested", "-", "-", "-", row.untested_reason);
+  } else if (row.killed) {
     const ReportFailure& f = *row.kill;
     const std::string where = f.case_file.empty() ? "(not saved)" : f.case_file;
     fmt::print(kRowFormat, row.kernel, "killed", row.cases, fmt::format("{:.3f}", row.seconds),
@@ -84,15 +86,17 @@ void print_row(const MutantRow& row) {
 }
 
 void print_totals(const MutantGateResult& r, double wall_s) {
-  fmt::print("\n{} mutants: {} killed, {} survived; {:.1f} s wall\n", r.rows.size(), r.killed, r.survived, wall_s);
+  fmt::print("\n{} mutants: {} killed, {} survived{}; {:.1f} s wall\n", r.rows.size(), r.killed, r.survived,
+             r.untested ? fmt::format(", {} untested", r.untested) : "", wall_s);
   if (r.median_s)
     fmt::print("time to kill: median {:.3f} s, worst {:.3f} s ({})\n", *r.median_s, *r.worst_s, r.worst_kernel);
   // Cases the harness itself could not build or judge: not a verdict on any
   // mutant, but a harness bug worth a look (they are in the report too).
   for (const MutantRow& row : r.rows)
     for (const std::string& e : row.campaign.errors) fmt::print("harness error ({}): {}\n", row.kernel, e);
+  if (r.killed == 0 && r.survived == 0) fmt::print("no mutant could be tested here: the gate fails\n");
   for (const MutantRow& row : r.rows)
-    if (!row.killed)
+    if (!row.killed && !row.untested)
       fmt::print("survivor: {} ran {} cases without a failure: the generators have a blind spot\n", row.kernel,
                  row.cases);
 }

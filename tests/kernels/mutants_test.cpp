@@ -320,6 +320,34 @@ TEST(MutantGate, FailsWhenAMutantSurvives) {
   EXPECT_FALSE(rep.passed());
 }
 
+// A mutant that declines every case (a GPU mutant without a device) tells
+// nothing about the generators: untested, neither killed nor a survivor,
+// and a gate that tested nothing fails.
+TEST(MutantGate, AMutantThatDeclinesEverythingIsUntested) {
+  static const cpu::TiledConfig kConfig{64, 64};
+  afz_kernel declines = cpu::emulating_kernel("test.declines_all", "takes no dtype", cpu::tiled_entry<cpu::Fa2Steps>,
+                                              &kConfig);
+  declines.caps.in_dtypes = 0;
+  MutantGateOptions o;
+  o.budget_cases = 10;
+  const MutantInfo* real = find_mutant("cpu.mutant.scale_dropped");
+  MutantGateResult r = run_mutant_gate({{&declines, "test"}}, o, runner());
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_TRUE(r.rows[0].untested);
+  EXPECT_FALSE(r.rows[0].killed);
+  EXPECT_EQ(r.untested, 1);
+  EXPECT_EQ(r.survived, 0);
+  EXPECT_FALSE(r.passed()) << "nothing was tested";
+  r = run_mutant_gate({{&declines, "test"}, {&real->kernel, "mutant"}}, o, runner());
+  EXPECT_EQ(r.untested, 1);
+  EXPECT_EQ(r.killed, 1);
+  EXPECT_TRUE(r.passed());
+  const Report rep = mutant_gate_report(r, o, runner().oracle_name(), 1.0);
+  ASSERT_EQ(rep.mutants.size(), 1u);
+  EXPECT_EQ(rep.mutants[0].kernel, real->kernel.name);
+  EXPECT_TRUE(rep.passed());
+}
+
 TEST(MutantGate, RejectsUnusableOptions) {
   MutantGateOptions o;
   EXPECT_THROW(run_mutant_gate({}, o, runner()), std::runtime_error);
