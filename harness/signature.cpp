@@ -8,13 +8,18 @@
 namespace afz {
 namespace {
 
-// Bucket upper bounds for the shape class.  Edges sit at the block sizes
-// kernels tile with (16, 64, 128), so "fits in one block" and "needs two"
-// land in different buckets.
-constexpr int kLengthBuckets[] = {0, 1, 16, 64, 128, 512, 2048};
+// Bucket upper bounds for the shape class.  Key edges sit at the block
+// sizes kernels tile with (16, 64, 128), so "fits in one block" and "needs
+// two" land in different buckets.  Queries only tell one row (decode) from
+// a tile of rows from more than one 128-row tile: minimization often
+// cannot take a query tile down to one row (shrinking redraws the values),
+// and finer query buckets would split one bug into several signatures.
+constexpr int kKeyBuckets[] = {0, 1, 16, 64, 128, 512, 2048};
+constexpr int kQueryBuckets[] = {0, 1, 128};
 
-std::string bucket(int n) {
-  for (int b : kLengthBuckets)
+template <size_t N>
+std::string bucket(int n, const int (&edges)[N]) {
+  for (int b : edges)
     if (n <= b) return std::to_string(b);
   return "big";
 }
@@ -78,7 +83,7 @@ std::vector<std::string> case_features(const Case& c) {
 }
 
 std::string shape_class(const Case& c) {
-  return "q" + bucket(c.max_seqlen_q()) + ".k" + bucket(c.max_seqlen_k());
+  return "q" + bucket(c.max_seqlen_q(), kQueryBuckets) + ".k" + bucket(c.max_seqlen_k(), kKeyBuckets);
 }
 
 std::string Signature::text() const {

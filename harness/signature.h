@@ -19,8 +19,9 @@ namespace afz {
 // Sorted feature names, e.g. {"causal_br", "dtype=bf16", "t:late_max"}.
 std::vector<std::string> case_features(const Case& c);
 // Coarse size bucket of the longest query and key sequences, e.g. "q1.k64"
-// (bucket upper bounds), so a bug that needs several key blocks and one that
-// shows with a single key get different signatures.
+// (bucket upper bounds: queries 0, 1, 128, big; keys 0, 1, 16, 64, 128, 512,
+// 2048, big), so a bug that needs several key blocks and one that shows
+// with a single key get different signatures.
 std::string shape_class(const Case& c);
 
 struct Signature {

@@ -12,6 +12,7 @@
 #include "corpus.h"
 #include "progress.h"
 #include "reports/report.h"
+#include "reports/report_views.h"
 
 namespace afz::cli {
 namespace {
@@ -103,7 +104,7 @@ void print_summary(const Report& r, const std::string& report_dir) {
     }
   }
   for (const std::string& e : r.errors) fmt::print("error: {}\n", e);
-  if (!report_dir.empty()) fmt::print("report: {}/report.json\n", report_dir);
+  if (!report_dir.empty()) fmt::print("report: {}/ (report.json, report.html, junit.xml, results.sarif)\n", report_dir);
 }
 
 ProgressLine::Mode progress_mode(const std::string& s) {
@@ -114,10 +115,11 @@ ProgressLine::Mode progress_mode(const std::string& s) {
   throw BadInput{"--progress: expected auto, terminal, plain or off, got '" + s + "'"};
 }
 
+// report.json, report.html, junit.xml and results.sarif.
 void write_report(const Report& r, const std::string& dir) {
   if (dir.empty()) return;
   std::string error;
-  if (!write_report_json(r, dir, &error)) throw BadInput{error};
+  if (!write_report_folder(r, dir, &error)) throw BadInput{error};
 }
 
 struct FuzzArgs {
@@ -206,7 +208,7 @@ Action add_fuzz_command(CLI::App& app, Globals& g) {
   sub->add_option("--corpus", a->corpus,
                   "folder of minimized failures; resumes from what it holds (default OUT/corpus, else " +
                       std::string(kDefaultCorpus) + ")");
-  sub->add_option("--out,-o", a->out, "report folder (report.json)");
+  sub->add_option("--out,-o", a->out, "report folder (report.json, report.html, junit.xml, results.sarif)");
   sub->add_option("--jobs,-j", a->jobs, "worker threads (0: one per core); results do not depend on it")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
@@ -228,7 +230,7 @@ Action add_replay_command(CLI::App& app, Globals& g) {
   auto a = std::make_shared<ReplayArgs>();
   sub->add_option("dirs", a->dirs, "corpus folders (their *.case files)")->required();
   sub->add_option("--kernel,-k", a->kernels, "run against these kernels (name, list, 'all') instead of each file's");
-  sub->add_option("--out,-o", a->out, "report folder (report.json)");
+  sub->add_option("--out,-o", a->out, "report folder (report.json, report.html, junit.xml, results.sarif)");
   sub->add_flag("--verbose,-v", a->verbose, "print every verdict, not only failures");
   return [&g, a]() { return run_replay(g, *a); };
 }

@@ -72,7 +72,8 @@ TEST_F(PlantedFixture, ShrinksToTheMinimalFailingCase) {
   EXPECT_FALSE(c.bool_mask);
   EXPECT_EQ(c.layout, Layout::BHSD);
   EXPECT_EQ(c.row_gap, 0);
-  EXPECT_EQ(c.out_dtype, c.in_dtype);
+  EXPECT_EQ(c.in_dtype, AFZ_F32) << "the canonical dtype, since the defect does not need another";
+  EXPECT_EQ(c.out_dtype, AFZ_F32);
   EXPECT_TRUE(c.transforms.empty());
   EXPECT_EQ(c.values_v, Distribution{});
   EXPECT_EQ(verdict(c), VerdictClass::NumericMismatch);
@@ -127,6 +128,9 @@ TEST(Minimize, SizeOrdersElementsThenFeatures) {
   b.window_left = -1;
   b.window_right = 0;
   EXPECT_LT(case_size(a), case_size(b)) << "same elements, one feature more";
+  Case fp32 = a;
+  fp32.in_dtype = fp32.out_dtype = AFZ_F32;
+  EXPECT_LT(case_size(fp32), case_size(a)) << "fp32 is the canonical dtype";
   Case c = a;
   c.seqlens_k = {5};
   EXPECT_LT(case_size(b), case_size(c)) << "elements count first";
