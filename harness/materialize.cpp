@@ -49,6 +49,12 @@ uint64_t fnv1a(uint64_t h, uint64_t word, int bytes) {
   return h;
 }
 
+// A tensor with no elements (every sequence of length 0) still gets a
+// non-null allocation: kernels and oracles may check pointers, and a
+// zero-length batch must reach the kernel as a valid problem.
+constexpr size_t kMinAllocation = 64;
+size_t allocation(size_t bytes) { return std::max(bytes, kMinAllocation); }
+
 void fill_bits(std::vector<uint8_t>& storage, afz_dtype t, uint32_t bits) {
   const int sz = size_of(t);
   for (size_t at = 0; at + sz <= storage.size(); at += sz) store_bits(t, storage.data() + at, bits);
@@ -149,7 +155,7 @@ Materialized::Materialized(const Case& c) : case_(c) {
     vv = base;
     vk.offset = int64_t(c.heads_q) * row;
     vv.offset = int64_t(c.heads_q + c.heads_kv) * row;
-    qkv_storage_.resize(size_t(c.batch) * s * heads * row * esz);
+    qkv_storage_.resize(allocation(size_t(c.batch) * s * heads * row * esz));
     fill_bits(qkv_storage_, in, poison);
     bq = bk = bv = qkv_storage_.data();
   } else {
@@ -161,9 +167,9 @@ Materialized::Materialized(const Case& c) : case_(c) {
     vv = dense(l, kv_heads, x.sk, c.head_dim_v + c.row_gap);
     if (c.kv_broadcast == KvBroadcast::Heads) vk.stride[1] = vv.stride[1] = 0;
     if (c.kv_broadcast == KvBroadcast::Batch) vk.stride[0] = vv.stride[0] = 0;
-    q_storage_.resize(size_t(c.batch) * c.heads_q * x.sq * (c.head_dim + c.row_gap) * esz);
-    k_storage_.resize(size_t(kv_batch) * kv_heads * x.sk * (c.head_dim + c.row_gap) * esz);
-    v_storage_.resize(size_t(kv_batch) * kv_heads * x.sk * (c.head_dim_v + c.row_gap) * esz);
+    q_storage_.resize(allocation(size_t(c.batch) * c.heads_q * x.sq * (c.head_dim + c.row_gap) * esz));
+    k_storage_.resize(allocation(size_t(kv_batch) * kv_heads * x.sk * (c.head_dim + c.row_gap) * esz));
+    v_storage_.resize(allocation(size_t(kv_batch) * kv_heads * x.sk * (c.head_dim_v + c.row_gap) * esz));
     for (auto* s : {&q_storage_, &k_storage_, &v_storage_}) fill_bits(*s, in, poison);
     bq = q_storage_.data();
     bk = k_storage_.data();
@@ -229,11 +235,11 @@ Materialized::Materialized(const Case& c) : case_(c) {
   const afz_dtype out = c.out_dtype;
   const View vo = dense(c.layout == Layout::BSHD || c.layout == Layout::PackedQKV ? Layout::BSHD : Layout::BHSD,
                         c.heads_q, x.sq, c.head_dim_v + c.row_gap);
-  o_storage_.resize(size_t(c.batch) * c.heads_q * x.sq * (c.head_dim_v + c.row_gap) * size_of(out));
+  o_storage_.resize(allocation(size_t(c.batch) * c.heads_q * x.sq * (c.head_dim_v + c.row_gap) * size_of(out)));
   p.o.data = o_storage_.data();
   p.o.dtype = out;
   std::copy(vo.stride, vo.stride + 4, p.o.stride);
-  lse_storage_.resize(size_t(c.batch) * c.heads_q * x.sq);
+  lse_storage_.resize(std::max<size_t>(size_t(c.batch) * c.heads_q * x.sq, 1));
   p.lse = lse_storage_.data();
   p.lse_stride[0] = int64_t(c.heads_q) * x.sq;
   p.lse_stride[1] = x.sq;

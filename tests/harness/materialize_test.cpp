@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "dtype.h"
+#include "oracle.h"
 
 namespace afz {
 namespace {
@@ -154,6 +155,28 @@ TEST(Materialize, PinnedHashes) {
   EXPECT_EQ(Materialized(b).input_hash(), 0x07f306cf168381f6ull);
   EXPECT_EQ(Materialized(c).input_hash(), 0x9edfb1a50815ca67ull);
   EXPECT_EQ(Materialized(d).input_hash(), 0x811b9bf19d8066feull);
+}
+
+}  // namespace
+}  // namespace afz
+
+namespace afz {
+namespace {
+
+// Every sequence of length zero: still a valid problem with real pointers
+// (the oracle and kernels must see an empty batch, not a null tensor).
+TEST(Materialize, AllSequencesEmptyStillHavePointers) {
+  Case c;
+  c.batch = 2;
+  c.seqlens_q = {0, 0};
+  c.seqlens_k = {0, 0};
+  Materialized m(c);
+  EXPECT_NE(m.problem().q.data, nullptr);
+  EXPECT_NE(m.problem().k.data, nullptr);
+  EXPECT_NE(m.problem().o.data, nullptr);
+  EXPECT_NE(m.problem().lse, nullptr);
+  const OracleResult r = make_fast_oracle()->compute(m.problem());
+  EXPECT_EQ(r.rows(), 0);
 }
 
 }  // namespace
