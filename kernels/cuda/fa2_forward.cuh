@@ -184,15 +184,23 @@ __global__ void __launch_bounds__(kThreads) fa2_forward(const ForwardParams p) {
   float m_run[2] = {m_init, m_init};
   float l_run[2] = {0.f, 0.f};  // this thread's share of l; the quad's four shares add up at the end
 
+  // Loads overlap the math (FlashAttention-2's order, one buffer each): V of
+  // block n streams in under S = Q K^T and the softmax, K of block n + 1
+  // under P V.  cp.async groups complete in commit order: K_n, V_n, K_n+1...
+  auto load_k = [&](int n) {
+    const int n0 = n * kBlockN;
+    load_tile<kD>(sK, gK + int64_t(n0) * p.k_stride[2], p.k_stride[2], p.k_stride[3], min(kBlockN, seqlen_k - n0),
+                  p.k_vec, tid);
+    cp_async_commit();
+  };
+  if (n_begin < n_end) load_k(n_begin);
   for (int n = n_begin; n < n_end; ++n) {
     const int n0 = n * kBlockN;
-    __syncthreads();  // every warp is done with the previous K and V tiles
-    const int rows_k = min(kBlockN, seqlen_k - n0);
-    load_tile<kD>(sK, gK + int64_t(n0) * p.k_stride[2], p.k_stride[2], p.k_stride[3], rows_k, p.k_vec, tid);
+    // sV is free: every warp passed the barrier after its last P V.
+    load_tile<kD>(sV, gV + int64_t(n0) * p.v_stride[2], p.v_stride[2], p.v_stride[3], min(kBlockN, seqlen_k - n0),
+                  p.v_vec, tid);
     cp_async_commit();
-    load_tile<kD>(sV, gV + int64_t(n0) * p.v_stride[2], p.v_stride[2], p.v_stride[3], rows_k, p.v_vec, tid);
-    cp_async_commit();
-    cp_async_wait<1>();  // K has landed; V keeps loading under S = Q K^T
+    cp_async_wait<1>();  // K_n has landed (V_n may still be in flight)
     __syncthreads();
 
     float s[kNTiles][4];
@@ -266,7 +274,8 @@ __global__ void __launch_bounds__(kThreads) fa2_forward(const ForwardParams p) {
     }
 
     cp_async_wait<0>();
-    __syncthreads();  // V has landed
+    __syncthreads();  // V_n has landed, and every warp is done reading K_n
+    if (n + 1 < n_end) load_k(n + 1);
     // acc += P V: the S accumulator fragments are already laid out as the A operand.
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
@@ -281,6 +290,7 @@ __global__ void __launch_bounds__(kThreads) fa2_forward(const ForwardParams p) {
         mma_16816<Elem>(acc[2 * dp + 1], a, vb[2], vb[3]);
       }
     }
+    __syncthreads();  // every warp is done reading V_n before the next V load
   }
 
   // Epilogue: the quad's partial sums make l; then one division per element.
