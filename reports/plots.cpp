@@ -90,7 +90,7 @@ std::string inline_svg(std::string svg, size_t n) {
   if (start == std::string::npos) return "";
   svg.erase(0, start);
   const std::string prefix = fmt::format("p{}_", n);
-  for (const char* id : {"gpPt", "gnuplot_canvas", "gpBkgnd", "gpGrid", "gpKey", "textbox"}) {
+  for (const char* id : {"gpPt", "gpDot", "gnuplot_", "gpBkgnd", "gpGrid", "gpKey", "textbox", "greybox"}) {
     const std::string from = id, to = prefix + id;
     size_t at = 0;
     while ((at = svg.find(from, at)) != std::string::npos) {
@@ -156,7 +156,8 @@ PlotSet render_plots(const std::vector<Plot>& plots, const std::string& gnuplot,
     if (!p.drawable()) continue;
     script << "reset session\n"
            << fmt::format("set terminal svg size {},{} font 'Helvetica,12' background rgb 'white'\n", width, height)
-           << "set grid xtics ytics lc rgb '#dddddd'\nset key top right noenhanced box opaque samplen 2\n"
+           // The key goes below the graph: curves of many kernels would hide under it.
+           << "set grid xtics ytics lc rgb '#dddddd'\nset key below noenhanced samplen 2\n"
            << "set output " << quoted((dir / fmt::format("plot{}.svg", n)).string()) << "\n"
            << "set title " << quoted(p.title) << " noenhanced\n"
            << "set xlabel " << quoted(p.xlabel) << " noenhanced\n"
@@ -169,7 +170,7 @@ PlotSet render_plots(const std::vector<Plot>& plots, const std::string& gnuplot,
       script << fmt::format("set arrow from {0:.17g}, graph 0 to {0:.17g}, graph 1 nohead dt 2 lw 1.5 lc rgb '#C00000'\n",
                             *p.x_marker);
       if (!p.x_marker_label.empty())
-        script << fmt::format("set label {} at {:.17g}, graph 0.96 right offset -0.5,0 tc rgb '#C00000' noenhanced\n",
+        script << fmt::format("set label {} at {:.17g}, graph 0.05 left offset 0.5,0 tc rgb '#C00000' noenhanced\n",
                               quoted(p.x_marker_label), *p.x_marker);
     }
     std::vector<std::string> terms;
