@@ -79,6 +79,19 @@ TEST(ReportSchema, RealCampaignReportValidates) {
   EXPECT_TRUE(doc.contains("error_stats") && doc.contains("audits") && doc.contains("mutants"));
 }
 
+// The committed example (reports/examples/campaign) stays readable and valid.
+TEST(ReportSchema, CommittedExampleValidatesAndReads) {
+  const std::string text = slurp(std::string(ATTNFUZZ_SOURCE_DIR) + "/reports/examples/campaign/report.json");
+  ASSERT_FALSE(text.empty());
+  SchemaValidator v(schema());
+  for (const std::string& p : v.validate(Json::parse(text))) ADD_FAILURE() << p;
+  std::string error;
+  const std::optional<Report> r = report_from_json(text, &error);
+  ASSERT_TRUE(r) << error;
+  EXPECT_FALSE(r->failures.empty());
+  EXPECT_FALSE(r->error_stats.empty());
+}
+
 TEST(ReportSchema, BrokenReportsFailValidation) {
   const Json good = Json::parse(report_to_json(full_report()));
   SchemaValidator v(schema());
