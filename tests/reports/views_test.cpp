@@ -153,6 +153,39 @@ TEST(Html, SelfContainedWithEverySection) {
   for (const ReportFailure& f : saved_report().failures) EXPECT_NE(html.find(f.case_file), std::string::npos);
 }
 
+TEST(Html, AuditMatrixAndMutantsAsColouredGrids) {
+  Report r = saved_report();
+  ASSERT_FALSE(r.failures.empty());
+  const std::string sig = r.failures[0].signature;
+  ReportAudit a{"k", {"bf16 d64 causal", "fp16 d128 gqa"}, {"late_max", "masking"}, {}};
+  a.cells.push_back({"bf16 d64 causal", "late_max", "fail", VerdictClass::NanInf, 4, sig});
+  a.cells.push_back({"bf16 d64 causal", "masking", "pass", VerdictClass::Pass, 3, ""});
+  a.cells.push_back({"fp16 d128 gqa", "late_max", "unsupported", VerdictClass::Unsupported, 2, ""});
+  r.audits.push_back(a);
+  r.mutants.push_back({"m.killed", true, 10, 3, 0.5, VerdictClass::NumericMismatch, sig});
+  r.mutants.push_back({"m.survived", false, 2000, -1, -1, VerdictClass::Pass, ""});
+  const std::string html = report_to_html(r, HtmlOptions{"/nonexistent/gnuplot"});
+  EXPECT_NE(html.find("id=\"audit\""), std::string::npos);
+  EXPECT_NE(html.find("<table class=\"grid audit\">"), std::string::npos);
+  // The failing cell names its verdict and links to the failure's repro.
+  EXPECT_NE(html.find("<td class=\"fail\" title=\"bf16 d64 causal x late_max: fail (4 cases)\"><a href=\"#failure-1\">nan_inf</a></td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td class=\"pass\" title=\"bf16 d64 causal x masking: pass (3 cases)\">pass</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"unsupported\" title=\"fp16 d128 gqa x late_max"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"none\">&middot;</td>"), std::string::npos);  // a cell that never ran
+  EXPECT_NE(html.find("1 of 2 mutants killed"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"fail\">survived</td>"), std::string::npos);
+}
+
+TEST(Html, PassingRunSaysPass) {
+  Report r = saved_report();
+  r.failures.clear();
+  r.errors.clear();
+  const std::string html = report_to_html(r, HtmlOptions{"/nonexistent/gnuplot"});
+  EXPECT_NE(html.find("<div class=\"verdict pass\" id=\"verdict\"><strong>PASS</strong>"), std::string::npos);
+  EXPECT_NE(html.find("<p>None: every kernel run passed or was declined.</p>"), std::string::npos);
+}
+
 TEST(Html, SaysSoWhenGnuplotIsMissing) {
   const std::string html = report_to_html(saved_report(), HtmlOptions{"/nonexistent/gnuplot"});
   EXPECT_NE(html.find("id=\"no-plots\""), std::string::npos);
