@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (README's second command; .ci/run calls it):
+# unit tests, the mutant gate, a short campaign over every CPU kernel, the
+# replay of the committed corpora, and the libFuzzer targets for a fixed time.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=${BUILD_DIR:-build}
+jobs=${JOBS:-$(nproc)}
+out=${CI_OUT:-$build/ci}
+
+.ci/install-deps.sh
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j "$jobs"
+mkdir -p "$out"
+
+step() { printf '\n=== %s\n' "$*"; }
+step "unit tests"
+ctest --test-dir "$build" --output-on-failure -j "$jobs"
+
+step "mutant gate: every CPU mutant must be killed"
+"$build/attnfuzz" mutants --no-corpus --out "$out/mutants"
+
+step "replay of the committed corpora against every built-in kernel"
+"$build/attnfuzz" replay corpora/seeds corpora/mutants --kernel all --out "$out/replay"
+
+step "short campaign over every CPU kernel"
+"$build/attnfuzz" fuzz --kernel all --time 60 --seed "${CI_SEED:-1}" --progress plain \
+  --corpus "$out/corpus" --out "$out/campaign"
+
+step "libFuzzer targets (ASan + UBSan)"
+.ci/fuzz-smoke.sh
+
+step "all green"
