@@ -28,6 +28,8 @@ ErrorBound::ErrorBound(const afz_precision& prec, afz_dtype in_dtype, afz_dtype 
   const bool exact_products = in_dtype != AFZ_F32 || prec.score_dtype != AFZ_F32;
   c_s_ = gamma(head_dim + (exact_products ? 0 : 1), u_s_) + 2 * u_s_;
   e_p_ = 2 * double(prec.exp_ulps) * u_s_ + u_p_;
+  // l's relative error: exp's, plus P's rounding only if l sums rounded P.
+  e_l_ = 2 * double(prec.exp_ulps) * u_s_ + (prec.l_from_unrounded_p ? 0.0 : u_p_);
 }
 
 bool ErrorBound::begin_row(const RowTerms& r) {
@@ -51,7 +53,7 @@ double ErrorBound::element(const ElementTerms& e) const {
 
 double ErrorBound::lse(double lse_value) const {
   const double scores = c_s_ * row_.lse_cond_score * weights_slack_;
-  const double normalizer = e_p_ + gamma_n_;
+  const double normalizer = e_l_ + gamma_n_;
   const double logs = 2 * u_s_ * (std::fabs(row_.ln_l) + std::fabs(lse_value));
   return scores + normalizer + logs + ulp(AFZ_F32, std::fabs(lse_value));
 }

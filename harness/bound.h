@@ -28,7 +28,9 @@
 // one ulp of it covers the half-ulp rounding even across a binade edge.
 //
 // The LSE = m + ln l: d LSE / d s_j = w_j, so score errors cost c_s LS; l's
-// relative error E_p + gamma(N) costs that much absolutely; the fp32 log and
+// relative error (exp's error, plus u_p when the kernel sums the rounded P
+// rather than the score-dtype P: l_from_unrounded_p) and gamma(N) cost that
+// much absolutely; the fp32 log and
 // the final addition cost u_s (|ln l| + |LSE|) each, doubled for the
 // conversion to the stored fp32.
 #pragma once
@@ -62,7 +64,7 @@ class ErrorBound {
 
  private:
   double gamma(double n, double u) const { return n * u / (1 - n * u); }
-  double u_s_, u_p_, u_acc_, eta_, c_s_, e_p_;
+  double u_s_, u_p_, u_acc_, eta_, c_s_, e_p_, e_l_;
   afz_dtype out_;
   RowTerms row_{};
   double weights_slack_ = 1, gamma_n_ = 0;

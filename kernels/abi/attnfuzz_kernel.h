@@ -105,6 +105,8 @@ typedef struct afz_precision {
   afz_dtype acc_dtype;   /* accumulator of P.V and of l */
   float exp_ulps;        /* error of the exponential, in ulps of score_dtype */
   int32_t flush_subnormals; /* 1: subnormal P / exp results may flush to 0 */
+  int32_t l_from_unrounded_p; /* 1: l sums P before its rounding to p_dtype (FA2);
+                                 0: l may sum the rounded P (looser LSE bound) */
 } afz_precision;
 
 typedef enum afz_masked_row_output {

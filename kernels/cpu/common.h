@@ -34,7 +34,8 @@ inline constexpr afz_caps kEmulatedCaps = {
 
 // glibc's expf is within 1 ulp.
 inline constexpr afz_precision kEmulatedPrecision = {AFZ_F32, AFZ_P_DTYPE_OF_V, AFZ_F32,
-                                                     /*exp_ulps=*/1.0f, /*flush_subnormals=*/0};
+                                                     /*exp_ulps=*/1.0f, /*flush_subnormals=*/0,
+                                                     /*l_from_unrounded_p=*/1};
 
 inline constexpr afz_conventions kEmulatedConventions = {AFZ_MASKED_ROW_ZERO,
                                                          AFZ_EMPTY_LSE_NEG_INF};

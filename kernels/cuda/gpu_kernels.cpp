@@ -193,10 +193,10 @@ constexpr afz_caps kCaps = {
 // logf(l) by one fma.  Each rescale alpha = exp2(m - m') is a further SFU
 // exp applied to earlier keys' weights in acc and l alike.
 constexpr afz_precision kForwardPrecision = {AFZ_F32, AFZ_P_DTYPE_OF_V, AFZ_F32, /*exp_ulps=*/2.0f,
-                                             /*flush_subnormals=*/1};
+                                             /*flush_subnormals=*/1, /*l_from_unrounded_p=*/1};
 // Split-KV: the merge weights each partial by one more SFU exp2(m_s - M).
 constexpr afz_precision kSplitPrecision = {AFZ_F32, AFZ_P_DTYPE_OF_V, AFZ_F32, /*exp_ulps=*/4.0f,
-                                           /*flush_subnormals=*/1};
+                                           /*flush_subnormals=*/1, /*l_from_unrounded_p=*/1};
 constexpr afz_conventions kConventions = {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_NEG_INF};
 
 struct Entry {
