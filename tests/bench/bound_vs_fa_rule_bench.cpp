@@ -33,7 +33,7 @@ std::vector<double> torch_same_precision_row(const Materialized& m, int b, int h
   const afz_problem& p = m.problem();
   const afz_dtype t = p.q.dtype;
   const int hk = h / (p.heads_q / p.heads_kv), n = p.seqlens_k[b];
-  std::vector<float> s(size_t(n));
+  std::vector<float> s(static_cast<size_t>(n));
   float mx = -INFINITY;
   for (int j = 0; j < n; ++j) {
     float acc = 0;
@@ -46,7 +46,7 @@ std::vector<double> torch_same_precision_row(const Materialized& m, int b, int h
   }
   float l = 0;
   for (int j = 0; j < n; ++j) l += std::exp(s[size_t(j)] - mx);
-  std::vector<double> o(size_t(x.dv));
+  std::vector<double> o(static_cast<size_t>(x.dv));
   for (int d = 0; d < x.dv; ++d) {
     float acc = 0;
     for (int j = 0; j < n; ++j) {
