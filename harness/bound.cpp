@@ -28,8 +28,10 @@ ErrorBound::ErrorBound(const afz_precision& prec, afz_dtype in_dtype, afz_dtype 
   const bool exact_products = in_dtype != AFZ_F32 || prec.score_dtype != AFZ_F32;
   c_s_ = gamma(head_dim + (exact_products ? 0 : 1), u_s_) + 2 * u_s_;
   e_p_ = 2 * double(prec.exp_ulps) * u_s_ + u_p_;
-  // l's relative error: exp's, plus P's rounding only if l sums rounded P.
+  // Errors that reach l as well as the numerator (exp's; P's rounding too
+  // when l sums the rounded P) cost twice; P's rounding alone, once.
   e_l_ = 2 * double(prec.exp_ulps) * u_s_ + (prec.l_from_unrounded_p ? 0.0 : u_p_);
+  e_num_ = e_p_ - e_l_;
 }
 
 bool ErrorBound::begin_row(const RowTerms& r) {
@@ -45,7 +47,7 @@ bool ErrorBound::begin_row(const RowTerms& r) {
 }
 
 double ErrorBound::element(const ElementTerms& e) const {
-  const double weights = (2 * e_p_ * e.cond + c_s_ * (e.cond_score + e.cond * row_.lse_cond_score)) * weights_slack_;
+  const double weights = ((2 * e_l_ + e_num_) * e.cond + c_s_ * (e.cond_score + e.cond * row_.lse_cond_score)) * weights_slack_;
   const double accumulate = (2 * gamma_n_ + u_acc_) * e.cond;
   const double tiny = (eta_ + u_s_ * kInvE) * e.cond_tiny;
   return ulp(out_, std::fabs(e.o) + weights + accumulate) + weights + accumulate + tiny;

@@ -16,7 +16,11 @@
 //     and exp turns it into a relative error expm1(ds_j) ~ ds_j.
 //   * E_p: exp's own error (exp_ulps ulps = 2 exp_ulps u_s relative) and the
 //     rounding of P to p_dtype before P.V (u_p).
-// Summing:  sum_j w_j |e_j||v_j| <= E_p W + c_s WS,   W sum_j w_j|e_j| <= E_p W + c_s W LS
+// Summing:  sum_j w_j |e_j||v_j| <= E_p W + c_s WS,   W sum_j w_j|e_j| <= E_l W + c_s W LS
+// where E_l is the part of E_p that also reaches l: a FlashAttention-2
+// kernel sums l from P before rounding it for the P.V product
+// (l_from_unrounded_p), so P's rounding perturbs only the numerator and
+// costs u_p W once, not twice.
 // with WS = sum w|v|sigma (cond_score), LS = sum w sigma (lse_cond_score).
 // Accumulating N products into the acc dtype (any order, blocked or not)
 // costs gamma(N) W in the numerator and gamma(N)|o| <= gamma(N) W in l; the
@@ -64,7 +68,7 @@ class ErrorBound {
 
  private:
   double gamma(double n, double u) const { return n * u / (1 - n * u); }
-  double u_s_, u_p_, u_acc_, eta_, c_s_, e_p_, e_l_;
+  double u_s_, u_p_, u_acc_, eta_, c_s_, e_p_, e_l_, e_num_;
   afz_dtype out_;
   RowTerms row_{};
   double weights_slack_ = 1, gamma_n_ = 0;

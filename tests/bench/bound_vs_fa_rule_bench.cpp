@@ -36,6 +36,10 @@ std::vector<double> torch_same_precision_row(const Materialized& m, int b, int h
   std::vector<float> s(static_cast<size_t>(n));
   float mx = -INFINITY;
   for (int j = 0; j < n; ++j) {
+    if (!m.visible(b, h, i, j)) {  // the rule's reference masks with -inf too
+      s[size_t(j)] = -INFINITY;
+      continue;
+    }
     float acc = 0;
     for (int d = 0; d < x.d; ++d) {
       const double qs = round_to(t, x.q[((size_t(b) * x.heads_q + h) * x.sq + i) * x.d + d] * double(p.scale));
