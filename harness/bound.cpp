@@ -9,6 +9,9 @@ namespace afz {
 
 namespace {
 constexpr double kInvE = 0x1.78b56362cef38p-2;  // 1/e: max of x e^-x
+// Accumulator operations per key that may underflow: the product, the sum,
+// and up to two for a rescale or renormalisation of the block it ends.
+constexpr double kUnderflowOpsPerKey = 4;
 }
 
 ErrorBound::ErrorBound(const afz_precision& prec, afz_dtype in_dtype, afz_dtype out_dtype, int head_dim)
@@ -24,6 +27,7 @@ ErrorBound::ErrorBound(const afz_precision& prec, afz_dtype in_dtype, afz_dtype 
   // normal range below min_normal when the kernel flushes subnormals.
   auto lost = [&](afz_dtype t) { return prec.flush_subnormals ? min_normal(t) : min_subnormal(t) / 2; };
   eta_ = lost(p_dtype) + lost(prec.score_dtype);
+  eta_acc_ = lost(prec.acc_dtype);
   // fp16/bf16 products are exact in fp32; fp32 inputs round each product.
   const bool exact_products = in_dtype != AFZ_F32 || prec.score_dtype != AFZ_F32;
   c_s_ = gamma(head_dim + (exact_products ? 0 : 1), u_s_) + 2 * u_s_;
@@ -37,6 +41,11 @@ ErrorBound::ErrorBound(const afz_precision& prec, afz_dtype in_dtype, afz_dtype 
 bool ErrorBound::begin_row(const RowTerms& r) {
   row_ = r;
   gamma_n_ = gamma(r.visible_keys, u_acc_);
+  // Products p_j v_j and partial sums that land in the subnormal range of
+  // the accumulator lose up to eta_acc each, absolutely: 2N operations, and
+  // a few more per key block for rescales, merges and FA1's renormalisation
+  // (at most one block per key).  l >= 1, so dividing by it cannot grow them.
+  underflow_acc_ = (kUnderflowOpsPerKey * double(r.visible_keys) + kUnderflowOpsPerKey) * eta_acc_;
   // expm1(ds)/ds turns the linear score term rigorous; 1/(1 - max|e|) the denominator.
   const double ds = c_s_ * (r.max_sigma > 0 ? r.max_sigma : 0);
   const double expm1_ratio = ds > 0 ? std::expm1(ds) / ds : 1.0;
@@ -50,7 +59,7 @@ double ErrorBound::element(const ElementTerms& e) const {
   const double weights = ((2 * e_l_ + e_num_) * e.cond + c_s_ * (e.cond_score + e.cond * row_.lse_cond_score)) * weights_slack_;
   const double accumulate = (2 * gamma_n_ + u_acc_) * e.cond;
   const double tiny = (eta_ + u_s_ * kInvE) * e.cond_tiny;
-  return ulp(out_, std::fabs(e.o) + weights + accumulate) + weights + accumulate + tiny;
+  return ulp(out_, std::fabs(e.o) + weights + accumulate) + weights + accumulate + tiny + underflow_acc_;
 }
 
 double ErrorBound::lse(double lse_value) const {

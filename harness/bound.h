@@ -30,6 +30,8 @@
 // the subtraction s_j - m, whose rounding u|s_j - m| costs p_j u|s_j - m| <=
 // u/e (x e^-x <= 1/e) per key.  Finally the output is rounded to out dtype:
 // one ulp of it covers the half-ulp rounding even across a binade edge.
+// Near zero, relative bounds fail: every accumulator operation whose result
+// is subnormal (or flushed) loses up to eta_acc absolutely, a few per key.
 //
 // The LSE = m + ln l: d LSE / d s_j = w_j, so score errors cost c_s LS; l's
 // relative error (exp's error, plus u_p when the kernel sums the rounded P
@@ -68,7 +70,8 @@ class ErrorBound {
 
  private:
   double gamma(double n, double u) const { return n * u / (1 - n * u); }
-  double u_s_, u_p_, u_acc_, eta_, c_s_, e_p_, e_l_, e_num_;
+  double u_s_, u_p_, u_acc_, eta_, eta_acc_, c_s_, e_p_, e_l_, e_num_;
+  double underflow_acc_ = 0;
   afz_dtype out_;
   RowTerms row_{};
   double weights_slack_ = 1, gamma_n_ = 0;
