@@ -22,7 +22,7 @@ step "mutant gate: every CPU mutant must be killed"
 "$build/attnfuzz" mutants --no-corpus --out "$out/mutants"
 
 step "replay of the committed corpora against every built-in kernel"
-"$build/attnfuzz" replay corpora/seeds corpora/mutants --kernel all --out "$out/replay"
+"$build/attnfuzz" replay corpora/seeds corpora/mutants corpora/regressions --kernel all --out "$out/replay"
 
 step "short campaign over every CPU kernel"
 "$build/attnfuzz" fuzz --kernel all --time 60 --seed "${CI_SEED:-1}" --progress plain \
