@@ -2,7 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -262,6 +263,50 @@ TEST_F(CampaignFixture, ReportJsonRoundTrips) {
   EXPECT_FALSE(report_from_json("{\"schema\": \"attnfuzz-report\", \"schema_version\": 99}", &error));
   EXPECT_NE(error.find("schema_version 99"), std::string::npos) << error;
   EXPECT_FALSE(report_from_json("not json", &error));
+}
+
+}  // namespace
+}  // namespace afz
+
+namespace afz {
+namespace {
+
+TEST(Progress, LineShowsRateFailuresClassesAndTimeLeft) {
+  ProgressSnapshot s;
+  s.elapsed_s = 10;
+  s.cases = 500;
+  s.time_limit_s = 30;
+  s.new_failures = 2;
+  s.failing_cases = 7;
+  s.unsupported = 3;
+  s.per_class = {{"shapes", 300}, {"flat", 200}};
+  EXPECT_EQ(format_progress(s), "10.0s  500 cases  50/s  fail 2 new (7 cases)  unsup 3  left 20.0s | shapes 300 flat 200");
+  s.time_limit_s = -1;
+  s.case_limit = 1000;  // 500 more at 50/s
+  EXPECT_NE(format_progress(s).find("left 10.0s"), std::string::npos) << format_progress(s);
+}
+
+// Plain mode (not a terminal): whole lines, rate-limited, no escapes.
+TEST(Progress, PlainModePrintsPeriodicLines) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_TRUE(f);
+  {
+    ProgressLine line(f, ProgressLine::Mode::Plain);
+    ProgressSnapshot s;
+    for (int i = 1; i <= 200; ++i) {
+      s.elapsed_s = 0.1 * i;  // 20 s in all: lines at 0.1 s and 10.1 s, then finish's
+      s.cases = i;
+      line.update(s);
+    }
+  }
+  std::rewind(f);
+  std::string text(4096, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), f));
+  std::fclose(f);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3) << text;
+  EXPECT_EQ(text.find('\033'), std::string::npos);
+  EXPECT_NE(text.find("progress: 10.1s  101 cases"), std::string::npos) << text;
+  EXPECT_NE(text.find("progress: 20.0s  200 cases"), std::string::npos) << text;
 }
 
 }  // namespace
