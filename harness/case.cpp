@@ -261,7 +261,7 @@ std::optional<ParseError> validate_case(const Case& c) {
   }
 
   for (const auto& [field, dist] : {std::pair{"values_q", &c.values_q}, std::pair{"values_k", &c.values_k},
-                                    std::pair{"values_v", &c.values_v}})
+                                    std::pair{"values_v", &c.values_v}, std::pair{"values_do", &c.values_do}})
     if (auto why = check_distribution(*dist); !why.empty()) return bad(field, why);
 
   if (c.transforms.size() > size_t(kMaxTransforms))

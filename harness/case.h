@@ -77,6 +77,9 @@ struct Case {
   Poison poison = Poison::NaN;
 
   Distribution values_q, values_k, values_v;
+  // The backward pass's upstream gradient dO [b][h][i][dv] (its own RNG
+  // stream; only read when a backward pass runs: `--pass bwd|both`).
+  Distribution values_do;
   std::vector<Transform> transforms;
   uint64_t seed = 0;
 

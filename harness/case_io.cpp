@@ -61,6 +61,7 @@ constexpr CaseKey kKeys[] = {
     {"values_q", "DIST PARAM"},
     {"values_k", "DIST PARAM"},
     {"values_v", "DIST PARAM"},
+    {"values_do", "DIST PARAM (backward pass: dO; default normal 1)"},
     {"transform", "NAME [KEY=VALUE...]"},
     {"seed", "S (decimal or 0x hex, 64-bit)"},
 };
@@ -222,6 +223,7 @@ class CaseParser {
   bool read_values_q(Args a) { return distribution_arg(a, &values_one_[0].emplace()); }
   bool read_values_k(Args a) { return distribution_arg(a, &values_one_[1].emplace()); }
   bool read_values_v(Args a) { return distribution_arg(a, &values_one_[2].emplace()); }
+  bool read_values_do(Args a) { return distribution_arg(a, &c_.values_do); }
   bool read_transform(Args a);
   bool read_seed(Args a);
 
@@ -258,6 +260,7 @@ const CaseParser::KeyRule CaseParser::kRules[] = {
     {"values_q", 2, 2, false, "values_q", &CaseParser::read_values_q},
     {"values_k", 2, 2, false, "values_k", &CaseParser::read_values_k},
     {"values_v", 2, 2, false, "values_v", &CaseParser::read_values_v},
+    {"values_do", 2, 2, false, "values_do", &CaseParser::read_values_do},
     {"transform", 1, 1 + kMaxTransformParams, true, "transform", &CaseParser::read_transform},
     {"seed", 1, 1, false, "seed", &CaseParser::read_seed},
 };
@@ -699,6 +702,8 @@ std::string write_case(const Case& c) {
     put("values_k", dist(c.values_k));
     put("values_v", dist(c.values_v));
   }
+  // Written only when not the default, so forward-only case files keep their text.
+  if (c.values_do != Distribution{}) put("values_do", dist(c.values_do));
   for (const Transform& t : c.transforms) {
     std::string s = t.name;
     for (const auto& [k, v] : t.params) s += " " + k + "=" + format_double(v);

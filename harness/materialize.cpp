@@ -78,6 +78,10 @@ uint32_t output_poison_bits(afz_dtype t) {
   }
 }
 
+void fill_distribution(std::vector<double>& out, const Distribution& dist, uint64_t seed, uint64_t stream) {
+  fill(out, dist, seed, stream);
+}
+
 void generate_logical(const Case& c, LogicalTensors& x) {
   x.batch = c.batch;
   x.heads_q = c.heads_q;

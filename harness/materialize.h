@@ -82,4 +82,8 @@ class Materialized {
 // Applies the case's value recipe: base distributions and transforms.
 void generate_logical(const Case& c, LogicalTensors& t);
 
+// out[n] = value n of `dist` on RNG stream `stream` of `seed` (the same
+// draw the Q, K and V recipes use; the backward pass's dO has its own stream).
+void fill_distribution(std::vector<double>& out, const Distribution& dist, uint64_t seed, uint64_t stream);
+
 }  // namespace afz

@@ -147,6 +147,63 @@ typedef int (*afz_get_kernels_fn)(const afz_kernel** kernels, int* count);
 typedef uint32_t (*afz_abi_version_fn)(void);
 #define AFZ_PLUGIN_ABI_SYMBOL "attnfuzz_abi_version"
 
+/* ---- The backward pass (additive to ABI v1: no struct above changed) -----
+ *
+ * A backward kernel gets the forward problem (q, k, v, masks, seqlens, scale,
+ * softcap, window; fwd->o and fwd->lse are not used and may be NULL), the
+ * upstream gradient dO and the forward's outputs O and LSE as INPUTS, and
+ * writes dQ, dK and dV:
+ *
+ *   P = exp(S - LSE)  (recomputed block by block: no running max),
+ *   dV_j = sum_i P_ij dO_i,   dP_ij = dO_i . v_j,   D_i = dO_i . O_i,
+ *   dS_ij = P_ij (dP_ij - D_i),
+ *   dQ_i = sum_j dS_ij (ds_ij/dt_ij) k_j,   dK_j = sum_i dS_ij (ds_ij/dt_ij) q_i,
+ *   with t = q.k and ds/dt = scale (times sech^2(scale t / softcap) with a softcap).
+ *
+ * dK and dV are per logical KV head [b][heads_kv][j][d]: under GQA they sum
+ * the gradients of the heads_q / heads_kv query heads that share the KV head.
+ * A KV tensor broadcast with stride 0 still gets one gradient per logical
+ * (b, kv head): the output tensors are never broadcast.  Rows with no visible
+ * key contribute nothing (zero gradients); padding (i >= seqlens_q[b],
+ * j >= seqlens_k[b]) is neither read nor written.
+ *
+ * The LSE given follows the forward ABI: natural log, -inf for a row with no
+ * visible key (whatever the kernel's own forward writes): exp(S - LSE) there
+ * is exp(-inf - (-inf)) = NaN unless the kernel guards it.
+ *
+ * A plugin exports, besides (or instead of) attnfuzz_kernels,
+ *
+ *     int attnfuzz_backward_kernels(const afz_backward_kernel** kernels, int* count);
+ *
+ * with the same lifetime rules.  precision.p_dtype also says what dS is
+ * rounded to before the dQ / dK products (a tensor-core GEMM takes it in the
+ * input dtype, like P before P^T dO). */
+typedef struct afz_backward_problem {
+  const afz_problem* fwd;              /* inputs and shape; fwd->o, fwd->lse unused */
+  afz_tensor dout;                     /* dO [b][heads_q][i][dv], input */
+  afz_tensor out;                      /* O  [b][heads_q][i][dv], input (the forward's output) */
+  const float* lse;                    /* [b][heads_q][i], input, natural log */
+  int64_t lse_stride[3];
+  afz_tensor dq;                       /* [b][heads_q][i][d], written */
+  afz_tensor dk;                       /* [b][heads_kv][j][d], written */
+  afz_tensor dv;                       /* [b][heads_kv][j][dv], written */
+} afz_backward_problem;
+
+typedef struct afz_backward_kernel {
+  const char* name;
+  const char* description;
+  afz_caps caps;                       /* AFZ_CAP_LSE is meaningless here */
+  afz_precision precision;
+  afz_conventions conventions;
+  int (*supports)(const struct afz_backward_kernel* self, const afz_backward_problem* p, char* reason,
+                  size_t reason_len);
+  int (*run)(const struct afz_backward_kernel* self, const afz_backward_problem* p, char* error, size_t error_len);
+  void* user;
+} afz_backward_kernel;
+
+typedef int (*afz_get_backward_kernels_fn)(const afz_backward_kernel** kernels, int* count);
+#define AFZ_BACKWARD_PLUGIN_SYMBOL "attnfuzz_backward_kernels"
+
 #ifdef __cplusplus
 }
 #endif
