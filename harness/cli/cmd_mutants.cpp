@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "backward_runner.h"
 #include "commands.h"
 #include "kernels/mutants/mutants.h"
 #include "mutant_gate.h"
@@ -29,6 +30,7 @@ struct MutantsArgs {
   int minimize_runs = MinimizeOptions{}.max_runs;
   double minimize_time = MinimizeOptions{}.max_seconds;
   bool no_corpus = false;
+  std::string pass = "fwd";
 };
 
 // "90", "90s", "5m" -> seconds; bad input is a one-line error.
@@ -101,7 +103,24 @@ void print_totals(const MutantGateResult& r, double wall_s) {
                  row.cases);
 }
 
+// The backward gate: each backward mutant against generated cases until its
+// first failure; one row each, exit 1 if any expected kill survives.
+int run_backward_mutants(const MutantsArgs& a) {
+  fmt::print("attnfuzz mutants --pass bwd: seed {}, budget {} cases each\n", a.seed, a.budget_cases);
+  fmt::print("{:<34} {:<9} {:>6}  {}\n", "mutant", "result", "cases", "verdict");
+  bool passed = true;
+  for (const BackwardGateRow& row : run_backward_gate(a.seed, a.budget_cases)) {
+    const bool survived = !row.killed && row.expected_kill;
+    passed &= !survived;
+    fmt::print("{:<34} {:<9} {:>6}  {}\n", row.kernel, row.killed ? "killed" : survived ? "SURVIVED" : "survived*",
+               row.cases, row.killed ? row.verdict + " (" + row.detail + ")" : "");
+  }
+  return passed ? kExitOk : kExitFailuresFound;
+}
+
 int run_mutants(const Globals& g, const MutantsArgs& a) {
+  if (a.pass == "bwd") return run_backward_mutants(a);
+  if (a.pass != "fwd") throw BadInput{"--pass: expected fwd or bwd, got '" + a.pass + "'"};
   const KernelRegistry reg = g.registry();
   MutantGateOptions o;
   o.seed = a.seed;
@@ -167,6 +186,8 @@ Action add_mutants_command(CLI::App& app, Globals& g) {
   sub->add_option("--minimize-time", a->minimize_time, "seconds per minimization")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--pass", a->pass, "which pass's mutants: fwd (forward zoo) or bwd (backward zoo)")
+      ->capture_default_str();
   return [&g, a]() { return run_mutants(g, *a); };
 }
 
