@@ -18,8 +18,9 @@ step() { printf '\n=== %s\n' "$*"; }
 step "unit tests"
 ctest --test-dir "$build" --output-on-failure -j "$jobs"
 
-step "mutant gate: every CPU mutant must be killed"
+step "mutant gates: every CPU forward and backward mutant must be killed"
 "$build/attnfuzz" mutants --no-corpus --out "$out/mutants"
+"$build/attnfuzz" mutants --pass bwd
 
 step "replay of the committed corpora against every built-in kernel"
 "$build/attnfuzz" replay corpora/seeds corpora/mutants corpora/regressions --kernel all --out "$out/replay"
