@@ -141,7 +141,7 @@ std::optional<CaseOutcome> Campaign::run_one(const afz_kernel& k, const Case& c)
 std::string Campaign::repro_command(size_t k, const std::string& path) const {
   std::string cmd = "attnfuzz";
   const std::string& origin = o_.kernels[k].origin;
-  if (!origin.empty() && origin != "builtin" && origin != "mutant") cmd += " --kernel-lib " + origin;
+  if (!is_builtin_origin(origin)) cmd += " --kernel-lib " + origin;
   if (runner_.options().check_determinism) cmd += " --determinism";
   if (runner_.options().isolate) cmd += " --isolate";
   return cmd + " repro " + path;

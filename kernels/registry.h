@@ -11,8 +11,16 @@ namespace afz {
 
 struct KernelEntry {
   const afz_kernel* kernel;
-  std::string origin;  // "builtin", "mutant", or the library path
+  std::string origin;  // "builtin", "mutant", "faulty" (test-only), or the library path
 };
+
+// Origins compiled into attnfuzz itself; anything else is a plugin path that
+// a repro command must load again with --kernel-lib.
+inline bool is_builtin_origin(const std::string& origin) {
+  return origin.empty() || origin == "builtin" || origin == "mutant" || origin == "faulty";
+}
+// `--kernel all`: the kernels under test, not the planted-defect ones.
+inline bool in_all_kernels(const std::string& origin) { return origin != "mutant" && origin != "faulty"; }
 
 class KernelRegistry {
  public:
