@@ -36,7 +36,8 @@
 //               sparse histograms (zero counts left out) on the axes of error_stats.h;
 //               a maximum that is not finite is the string "inf" or "nan".
 //   audits:     [{kernel, rows [..], columns [..], cells [{row, column, status (pass | fail |
-//               unsupported), verdict, cases, signature}]}]   the audit matrix
+//               unsupported), verdict, cases, signature}], notes ["one line", ...]}]   the audit
+//               matrix; notes (optional) say where the audited kernels' declared conventions differ
 //   mutants:    [{kernel, killed, cases, cases_to_kill, seconds_to_kill, verdict, signature}]
 // Verdict names are verdict_name()'s.  Floating-point values that must stay
 // exact or may be non-finite (worst element values) are written twice:
@@ -156,6 +157,9 @@ struct ReportAudit {
   std::string kernel;
   std::vector<std::string> rows, columns;  // display order
   std::vector<ReportAuditCell> cells;
+  // Where the audited kernels' declared conventions differ, one line each
+  // (the same lines in every kernel's matrix of one audit).
+  std::vector<std::string> notes;
 };
 
 // One mutant of a mutant run: killed or survived.

@@ -304,7 +304,13 @@ class Page {
             "<span class=\"badge fail\">fail: verdict class</span><span class=\"badge unsupported\">unsupported</span>"
             " Rows: feature combinations; columns: adversarial classes; a failing cell links to its repro.</p>\n";
     for (const ReportAudit& a : r_.audits) {
-      out_ << "<h3><code>" << esc(a.kernel) << "</code></h3>\n<table class=\"grid audit\">\n<tr><th></th>";
+      out_ << "<h3><code>" << esc(a.kernel) << "</code></h3>\n";
+      if (!a.notes.empty()) {
+        out_ << "<p>Declared conventions differ between the audited kernels:</p>\n<ul class=\"notes\">";
+        for (const std::string& note : a.notes) out_ << "<li>" << esc(note) << "</li>";
+        out_ << "</ul>\n";
+      }
+      out_ << "<table class=\"grid audit\">\n<tr><th></th>";
       for (const std::string& col : a.columns) out_ << "<th class=\"col\">" << esc(col) << "</th>";
       out_ << "</tr>\n";
       std::map<std::pair<std::string, std::string>, const ReportAuditCell*> at;

@@ -188,7 +188,8 @@ Json audits_json(const std::vector<ReportAudit>& audits) {
                        {"verdict", verdict_name(c.verdict)},
                        {"cases", c.cases},
                        {"signature", c.signature}});
-    j.push_back({{"kernel", a.kernel}, {"rows", a.rows}, {"columns", a.columns}, {"cells", std::move(cells)}});
+    j.push_back({{"kernel", a.kernel}, {"rows", a.rows}, {"columns", a.columns}, {"cells", std::move(cells)},
+                 {"notes", a.notes}});
   }
   return j;
 }
@@ -478,6 +479,7 @@ struct Reader {
       get(a, "kernel", o.kernel);
       get(a, "rows", o.rows);
       get(a, "columns", o.columns);
+      get(a, "notes", o.notes);
       for (const Json& c : array(a, "cells")) {
         ReportAuditCell cell;
         std::string v;

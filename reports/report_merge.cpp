@@ -384,12 +384,14 @@ class Merger {
     for (const Report& p : parts_)
       for (const ReportAudit& a : p.audits) {
         const size_t i = kernels.add(a.kernel);
-        if (i == out_.audits.size()) out_.audits.push_back({a.kernel, {}, {}, {}});
+        if (i == out_.audits.size()) out_.audits.push_back({a.kernel, {}, {}, {}, {}});
         ReportAudit& m = out_.audits[i];
         for (const std::string& row : a.rows)
           if (std::find(m.rows.begin(), m.rows.end(), row) == m.rows.end()) m.rows.push_back(row);
         for (const std::string& col : a.columns)
           if (std::find(m.columns.begin(), m.columns.end(), col) == m.columns.end()) m.columns.push_back(col);
+        for (const std::string& note : a.notes)
+          if (std::find(m.notes.begin(), m.notes.end(), note) == m.notes.end()) m.notes.push_back(note);
         for (const ReportAuditCell& c : a.cells) {
           auto it = std::find_if(m.cells.begin(), m.cells.end(),
                                  [&](const ReportAuditCell& x) { return x.row == c.row && x.column == c.column; });

@@ -13,14 +13,9 @@
 #include "progress.h"
 #include "reports/report.h"
 #include "reports/report_views.h"
+#include "shard.h"
 
 namespace afz::cli {
-namespace {
-
-// Cases of a campaign given neither --cases nor --time.
-constexpr int64_t kDefaultCases = 1000;
-// Where failures go when neither --corpus nor --out names a place.
-constexpr const char* kDefaultCorpus = "attnfuzz-failures";
 
 // "all" (every kernel but the deliberately broken mutants), a name, or a
 // comma-separated list of both.
@@ -107,6 +102,13 @@ void print_summary(const Report& r, const std::string& report_dir) {
   if (!report_dir.empty()) fmt::print("report: {}/ (report.json, report.html, junit.xml, results.sarif)\n", report_dir);
 }
 
+namespace {
+
+// Cases of a campaign given neither --cases nor --time.
+constexpr int64_t kDefaultCases = 1000;
+// Where failures go when neither --corpus nor --out names a place.
+constexpr const char* kDefaultCorpus = "attnfuzz-failures";
+
 ProgressLine::Mode progress_mode(const std::string& s) {
   if (s == "auto") return ProgressLine::detect(stdout);
   if (s == "terminal") return ProgressLine::Mode::Terminal;
@@ -128,6 +130,7 @@ struct FuzzArgs {
   int64_t cases = -1;
   uint64_t seed = 1;
   int64_t first_case = 0;
+  std::string shard;
   std::string corpus, out, classes = "all", progress = "auto";
   int jobs = 1;
   bool no_minimize = false;
@@ -143,6 +146,15 @@ int run_fuzz(const Globals& g, const FuzzArgs& a) {
   o.first_case = a.first_case;
   o.time_s = a.time.empty() ? -1 : parse_duration(a.time);
   o.cases = a.cases >= 0 ? a.cases : (o.time_s < 0 ? kDefaultCases : -1);
+  if (!a.shard.empty()) {
+    std::string error;
+    const std::optional<ShardSpec> s = parse_shard(a.shard, &error);
+    if (!s) throw BadInput{error};
+    if (o.cases < 0) throw BadInput{"--shard splits a case count: give --cases (the whole campaign's), not only --time"};
+    const CaseRange range = shard_range(*s, o.first_case, o.cases);
+    o.first_case = range.first;
+    o.cases = range.cases;
+  }
   o.jobs = a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   std::string error;
   auto mix = GeneratorMix::parse(a.classes, &error);
@@ -205,6 +217,9 @@ Action add_fuzz_command(CLI::App& app, Globals& g) {
       ->excludes(time);
   sub->add_option("--seed,-s", a->seed, "campaign seed: case i is a function of (seed, i)")->capture_default_str();
   sub->add_option("--first-case", a->first_case, "index of the first case (shards)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--shard", a->shard,
+                  "K/N: run shard K (from 0) of N, the contiguous K-th part of the --cases cases; "
+                  "`report merge` of the N reports equals one run");
   sub->add_option("--corpus", a->corpus,
                   "folder of minimized failures; resumes from what it holds (default OUT/corpus, else " +
                       std::string(kDefaultCorpus) + ")");

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "campaign.h"
 #include "registry.h"
 #include "runner.h"
 
@@ -38,6 +39,15 @@ Action add_fuzz_command(CLI::App& app, Globals& g);    // cmd_fuzz.cpp
 Action add_replay_command(CLI::App& app, Globals& g);  // cmd_fuzz.cpp
 Action add_report_command(CLI::App& app, Globals& g);  // cmd_report.cpp
 Action add_mutants_command(CLI::App& app, Globals& g);  // cmd_mutants.cpp
+Action add_audit_command(CLI::App& app, Globals& g);    // cmd_audit.cpp
+
+// Shared by fuzz and audit (cmd_fuzz.cpp).
+// "all" (every non-mutant kernel), a name, or a comma list of both.
+std::vector<CampaignKernel> resolve_kernels(const KernelRegistry& reg, const std::vector<std::string>& specs);
+// "90", "90s", "5m", "1.5h" -> seconds; BadInput otherwise.
+double parse_duration(const std::string& s);
+// The end-of-run table of kernel x class counts, failures and timings.
+void print_summary(const Report& r, const std::string& report_dir);
 
 // Thrown for bad input; main prints the message and exits 2.
 struct BadInput {

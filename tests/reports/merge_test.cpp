@@ -9,6 +9,7 @@
 
 #include "generators.h"
 #include "minimize.h"
+#include "shard.h"
 #include "tests/reports/report_fixture.h"
 
 namespace afz {
@@ -61,6 +62,26 @@ TEST(ReportMerge, ShardsOfASeededCampaignEqualOneRun) {
   expect_same(a, b, "raw_failures");
   expect_same(a, b, "failures");
   expect_same(a, b, "summary");
+}
+
+// `fuzz --shard K/N --cases C` runs shard_range's part of the campaign;
+// merging the N shard reports gives one run of the C cases.
+TEST(ReportMerge, ShardFlagSplitMergesToOneRun) {
+  constexpr int64_t kCases = 36;
+  constexpr int kShards = 4;
+  const Report single = testing::run_quick_campaign(0, kCases);
+  std::vector<Report> shards;
+  for (int k = kShards - 1; k >= 0; --k) {  // handed over in reverse
+    const CaseRange r = shard_range({k, kShards}, 0, kCases);
+    shards.push_back(testing::run_quick_campaign(r.first, r.cases));
+  }
+  std::string error;
+  const std::optional<Report> merged = merge_reports(shards, &error);
+  ASSERT_TRUE(merged) << error;
+  const Json a = comparable(single), b = comparable(*merged);
+  for (const char* key : {"run", "kernels", "generators", "counts", "cases", "errors", "error_stats", "raw_failures",
+                          "failures", "summary"})
+    expect_same(a, b, key);
 }
 
 // Cases of increasing size, as parseable case text.

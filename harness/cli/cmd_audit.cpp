@@ -1,0 +1,123 @@
+// `attnfuzz audit`: the systematic sweep of every feature combination x
+// adversarial class, then a focused fuzz phase (harness/audit.h); writes
+// the report folder and a corpus of minimized repros of the failing cells.
+#include <fmt/core.h>
+
+#include <chrono>
+#include <thread>
+
+#include "audit.h"
+#include "commands.h"
+#include "progress.h"
+#include "reports/report_views.h"
+#include "shard.h"
+
+namespace afz::cli {
+namespace {
+
+// The whole audit's default time: the sweep of one CPU kernel takes most
+// of it on two cores; the fuzz phase gets the rest.
+constexpr const char* kDefaultAuditTime = "90";
+// A sweep progress line every this many cells on a plain log.
+constexpr int64_t kSweepProgressEvery = 500;
+
+struct AuditArgs {
+  std::vector<std::string> kernels;
+  std::string time = kDefaultAuditTime;
+  int cases_per_cell = 1;
+  uint64_t seed = 1;
+  std::string out, corpus, shard;
+  int jobs = 0;
+  int minimize_runs = MinimizeOptions{}.max_runs;
+  double minimize_time = MinimizeOptions{}.max_seconds;
+};
+
+int run_audit_command(const Globals& g, const AuditArgs& a) {
+  const KernelRegistry reg = g.registry();
+  AuditOptions o;
+  o.kernels = resolve_kernels(reg, a.kernels);
+  o.seed = a.seed;
+  o.time_s = parse_duration(a.time);
+  o.cases_per_cell = a.cases_per_cell;
+  o.jobs = a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
+  o.corpus_dir = !a.corpus.empty() ? a.corpus : a.out + "/corpus";
+  o.minimize_options.max_runs = a.minimize_runs;
+  o.minimize_options.max_seconds = a.minimize_time;
+  o.command = g.command_line;
+  if (!a.shard.empty()) {
+    std::string error;
+    const std::optional<ShardSpec> s = parse_shard(a.shard, &error);
+    if (!s) throw BadInput{error};
+    o.shard = s->index;
+    o.shards = s->count;
+  }
+
+  std::vector<const afz_kernel*> kernels;
+  for (const CampaignKernel& k : o.kernels) kernels.push_back(k.kernel);
+  const size_t rows = audit_rows(kernels).size(), classes = generator_table().size();
+  fmt::print("attnfuzz audit: {} kernel(s), {} feature rows x {} classes = {} cells, {} case(s) each, seed {}, "
+             "{:.0f} s in all, corpus {}\n",
+             kernels.size(), rows, classes, rows * classes, o.cases_per_cell, o.seed, o.time_s, o.corpus_dir);
+  std::fflush(stdout);
+  const auto started = std::chrono::steady_clock::now();
+  o.on_sweep_progress = [&](int64_t done, int64_t total) {
+    if (done % kSweepProgressEvery != 0 && done != total) return;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    fmt::print("sweep: {}/{} cells, {:.1f} s\n", done, total, s);
+    std::fflush(stdout);
+  };
+  ProgressLine progress(stdout, ProgressLine::detect(stdout));
+  o.on_fuzz_progress = [&](const ProgressSnapshot& s) { progress.update(s); };
+  o.on_failure = [&](const ReportFailure& f) {
+    progress.message(fmt::format("{} failure: {} {} (class {}){}", f.status, f.kernel, verdict_name(f.verdict),
+                                 f.generator, f.repro.empty() ? "" : "\n  repro: " + f.repro));
+  };
+  const Runner runner(g.run_options());
+  Report r;
+  try {
+    r = run_audit(o, runner);
+  } catch (const std::runtime_error& e) {
+    throw BadInput{e.what()};
+  }
+  progress.finish();
+  std::string error;
+  if (!write_report_folder(r, a.out, &error)) throw BadInput{error};
+  print_summary(r, a.out);
+  fmt::print("\naudit matrix:\n");
+  for (const std::string& line : audit_summary(r)) fmt::print("{}\n", line);
+  // Any failing cell fails the audit, known or not: the matrix is the verdict.
+  return r.passed() ? kExitOk : kExitFailuresFound;
+}
+
+}  // namespace
+
+Action add_audit_command(CLI::App& app, Globals& g) {
+  auto* sub = app.add_subcommand(
+      "audit", "sweep every feature combination x adversarial class, then fuzz; exit 1 when a cell fails");
+  auto a = std::make_shared<AuditArgs>();
+  sub->add_option("--kernel,-k", a->kernels, "kernel name or comma list (conventions are compared across them)")
+      ->required();
+  sub->add_option("--time,-t", a->time, "the whole audit's time: the sweep always completes, the fuzz phase gets "
+                                        "the rest (90, 90s, 5m, 1.5h)")
+      ->capture_default_str();
+  sub->add_option("--cases-per-cell,-n", a->cases_per_cell, "cases per matrix cell")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  sub->add_option("--seed,-s", a->seed, "audit seed: every cell's cases are a function of it")->capture_default_str();
+  sub->add_option("--out,-o", a->out, "report folder (report.json, report.html, junit.xml, results.sarif)")
+      ->required();
+  sub->add_option("--corpus", a->corpus, "where the failing cells' minimized repros are saved (default OUT/corpus)");
+  sub->add_option("--shard", a->shard, "K/N: sweep only the K-th (from 0) of N contiguous parts of the cells");
+  sub->add_option("--jobs,-j", a->jobs, "worker threads (0: one per core); results do not depend on it")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
+  sub->add_option("--minimize-runs", a->minimize_runs, "kernel runs per minimization")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  sub->add_option("--minimize-time", a->minimize_time, "seconds per minimization")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  return [&g, a]() { return run_audit_command(g, *a); };
+}
+
+}  // namespace afz::cli
