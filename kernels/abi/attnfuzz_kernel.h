@@ -131,7 +131,10 @@ typedef struct afz_kernel {
   afz_caps caps;
   afz_precision precision;
   afz_conventions conventions;
-  /* 0 if the kernel takes the problem; else writes a one-line reason.  NULL: caps decide. */
+  /* 0 if the kernel takes the problem; else writes a one-line reason.  NULL: caps decide.
+   * For AFZ_CAP_GPU kernels supports() runs in the harness on the HOST problem
+   * (host pointers: read shapes and strides, never dereference), and run()
+   * later gets the device copy of the same problem in a worker process. */
   int (*supports)(const struct afz_kernel* self, const afz_problem* p, char* reason, size_t reason_len);
   /* 0 on success; else writes a one-line error (the harness records a crash verdict). */
   int (*run)(const struct afz_kernel* self, const afz_problem* p, char* error, size_t error_len);
