@@ -73,7 +73,9 @@ static const afz_kernel kPluginKernels[] = {{
     "example.naive_fp32",
     "plugin example: naive two-pass softmax in fp32, dense BHSD fp32 only",
     {AFZ_CAP_LSE, 1u << AFZ_F32, 1u << AFZ_F32, 1, 1024, 1, 0},
-    {AFZ_F32, AFZ_F32, AFZ_F32, 1.0f, 0},
+    /* scores, P and accumulator in fp32; expf within 1 ulp; no flushing; l sums the same P */
+    {.score_dtype = AFZ_F32, .p_dtype = AFZ_F32, .acc_dtype = AFZ_F32, .exp_ulps = 1.0f,
+     .flush_subnormals = 0, .l_from_unrounded_p = 1},
     {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_NEG_INF},
     NULL,
     naive_run,
