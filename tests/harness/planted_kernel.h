@@ -81,7 +81,7 @@ struct PlantedKernel {
     k.caps.max_head_dim = 1024;
     k.caps.head_dim_multiple = 1;
     // Everything in double: tighter than any fp32 model the bound allows.
-    k.precision = {AFZ_F32, AFZ_F32, AFZ_F32, 1.0f, 0};
+    k.precision = {AFZ_F32, AFZ_F32, AFZ_F32, 1.0f, 0, /*l_from_unrounded_p=*/1};
     k.conventions = {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_NEG_INF};
     k.run = &PlantedKernel::run;
     k.user = this;

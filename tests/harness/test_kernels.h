@@ -60,7 +60,7 @@ struct FakeKernel {
     k.caps.min_head_dim = 1;
     k.caps.max_head_dim = 1024;
     k.caps.head_dim_multiple = 1;
-    k.precision = {AFZ_F32, in, AFZ_F32, 2.0f, 0};
+    k.precision = {AFZ_F32, in, AFZ_F32, 2.0f, 0, /*l_from_unrounded_p=*/0};
     k.conventions = {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_NEG_INF};
     k.run = &FakeKernel::run;
     k.user = this;
