@@ -35,7 +35,7 @@ std::vector<CampaignKernel> resolve_kernels(const KernelRegistry& reg, const std
       if (name.empty()) continue;
       if (name == "all") {
         for (const KernelEntry& e : reg.entries())
-          if (e.origin != "mutant") add(e);
+          if (in_all_kernels(e.origin)) add(e);
         continue;
       }
       const KernelEntry* found = nullptr;
