@@ -15,7 +15,7 @@ build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 table=$root/tests/fuzz/fuzzers.def
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
-  -DATTNFUZZ_FUZZERS=ON -DATTNFUZZ_TESTS=OFF -DATTNFUZZ_BENCH=OFF >/dev/null
+  -DATTNFUZZ_FUZZERS=ON -DATTNFUZZ_TESTS=OFF -DATTNFUZZ_BENCH=OFF -DATTNFUZZ_CUDA=OFF >/dev/null
 cmake --build "$build" --target attnfuzz_fuzzers -j "${FUZZ_JOBS:-2}"
 
 failed=()
