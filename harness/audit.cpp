@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "case_file.h"
 #include "corpus.h"
@@ -92,8 +93,14 @@ constexpr int kFocusWeightFactor = 4;
 // dtype with probability at least 1/5, so 64 tries all miss with
 // probability below 1e-6.
 constexpr uint64_t kDtypeAttempts = 64;
+// The fuzz phase gets at least this share of --time, even when the sweep
+// took longer than the whole budget: an audit always fuzzes a little.
+constexpr double kMinFuzzShare = 0.25;
 // Below this the fuzz phase is not worth starting.
 constexpr double kMinFuzzSeconds = 1.0;
+// Minimizations per kernel x verdict class x generator class; failing
+// cells past them keep their case as generated as the repro.
+constexpr int kMaxMinimizedPerColumn = 8;
 // Sweep cases computed ahead of the consumer, per worker.
 constexpr int kChunkPerJob = 8;
 
@@ -372,6 +379,7 @@ class Audit {
   std::vector<int64_t> class_cases_;
   std::vector<double> kernel_s_;
   std::set<std::string> failing_classes_;
+  std::map<std::tuple<size_t, VerdictClass, size_t>, int> minimized_;  // kernel, verdict, class
   int64_t sweep_cases_ = 0, fuzz_cases_ = 0;
 };
 
@@ -456,8 +464,18 @@ std::string Audit::failure(size_t k, const SweepWork& w, VerdictClass cls, int64
     last = *out;
     return true;
   };
+  // A badly broken kernel fails thousands of cells with as many raw
+  // signatures: past kMaxMinimizedPerColumn minimizations per kernel x
+  // verdict x class, a cell's repro is its case as generated (already
+  // small: the sweep's work budget).
   Stopwatch minimize_time;
-  const MinimizeResult mr = minimize_case(w.c, still_fails, o_.minimize_options);
+  MinimizeResult mr;
+  if (minimized_[{k, cls, g}]++ < kMaxMinimizedPerColumn) {
+    mr = minimize_case(w.c, still_fails, o_.minimize_options);
+  } else {
+    mr.best = w.c;
+    mr.from = mr.to = case_size(w.c);
+  }
   report_.timing.minimize_s += minimize_time.seconds();
   Case best = mr.best;
   best.kernel = kernel.name;
@@ -509,9 +527,12 @@ void Audit::consume(int64_t cell, int n, SweepWork& w) {
     report_.errors.push_back(fmt::format("audit cell {} x {} case {}: {}", row, column, n, w.error));
     return;
   }
+  bool failing_case = false;
+  ReportCase record{cell * o_.cases_per_cell + n, column, {}};
   for (size_t k = 0; k < kernels_.size(); ++k) {
     const CaseOutcome& out = w.outcomes[k];
     const VerdictClass cls = out.verdict.cls;
+    record.verdicts.push_back(cls);
     ReportCell& counts = report_.cells[k * classes_.size() + g];
     ++counts.cases;
     ++counts.by_verdict[size_t(cls)];
@@ -534,6 +555,7 @@ void Audit::consume(int64_t cell, int n, SweepWork& w) {
       continue;
     }
     failing_classes_.insert(column);
+    failing_case = true;
     const std::string signature = failure(k, w, cls, cell, n);
     if (m.status != "fail" || verdict_rank(cls) > verdict_rank(m.verdict)) {
       m.status = "fail";
@@ -541,6 +563,9 @@ void Audit::consume(int64_t cell, int n, SweepWork& w) {
       m.signature = signature;
     }
   }
+  // Only the failing sweep cases are recorded: all 20,000 would double the
+  // report, and the matrix and counts already hold the passes.
+  if (failing_case) report_.cases.push_back(std::move(record));
 }
 
 // The campaign driver for the time the sweep left, weighted towards the
@@ -648,7 +673,7 @@ Report Audit::run() {
       if (o_.on_sweep_progress && i % per_cell == per_cell - 1) o_.on_sweep_progress(i / per_cell - begin + 1, end - begin);
     }
   }
-  const double left = o_.time_s - clock_.seconds();
+  const double left = std::max(o_.time_s - clock_.seconds(), o_.time_s * kMinFuzzShare);
   if (left < kMinFuzzSeconds) return finish("cases");
   fuzz_phase(left);
   return finish("time");

@@ -58,7 +58,9 @@ Case audit_cell_case(uint64_t seed, size_t row_index, const AuditRow& row, const
 struct AuditOptions {
   std::vector<CampaignKernel> kernels;
   uint64_t seed = 1;
-  double time_s = 60;          // the whole audit; the fuzz phase gets what the sweep leaves
+  // The whole audit: the sweep always completes; the fuzz phase gets what
+  // it leaves, but at least a quarter of time_s (none when that is below 1 s).
+  double time_s = 60;
   int cases_per_cell = 1;
   int jobs = 1;
   std::string corpus_dir;      // "": failures are reported, not saved

@@ -20,7 +20,8 @@
 //               case_file, repro, case_text, minimize {from_elements, to_elements,
 //               runs, seconds, exhausted}}]
 //   timing:     {generate_s, oracle_s, kernel_s, judge_s, minimize_s, wall_s, cases_per_second}
-//   cases:      [{i, g, v: [VERDICT per kernel, in the order of `kernels`]}]
+//   cases:      [{i, g, v: [VERDICT per kernel, in the order of `kernels`]}]  (an audit records
+//               only its failing sweep cases: its matrix and counts hold the rest)
 //   errors:     ["one line", ...]   cases that could not be generated or run
 //   summary:    {verdict: pass | fail, new_failures, known_failures, failing_cases}
 // Added in version 1 (optional; absent in older files):
