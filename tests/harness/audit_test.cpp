@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "audit.h"
 #include "case_file.h"
 #include "corpus.h"
+#include "tests/reports/json_schema.h"
 #include "tests/reports/report_fixture.h"
 
 namespace afz {
@@ -191,6 +194,45 @@ TEST(Audit, RejectsUnusableOptions) {
   o.shard = o.shards;
   EXPECT_THROW(run_audit(o, runner), std::runtime_error);
   EXPECT_THROW(run_audit(options({}, 0), runner), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace afz
+
+namespace afz {
+namespace {
+
+// The committed example (reports/examples/audit, made by the command in its
+// COMMAND.txt) validates against the schema and holds the whole matrix:
+// every row of cpu.tiled's capabilities x every class, plus the fuzz row.
+TEST(AuditExample, CommittedReportValidatesAndHoldsEveryCell) {
+  const std::string dir = std::string(ATTNFUZZ_SOURCE_DIR) + "/reports/examples/audit";
+  std::ifstream in(dir + "/report.json");
+  ASSERT_TRUE(in) << dir << "/report.json";
+  std::stringstream text;
+  text << in.rdbuf();
+  testing::SchemaValidator v(nlohmann::json::parse(
+      std::ifstream(std::string(ATTNFUZZ_SOURCE_DIR) + "/reports/schema/report.schema.json")));
+  for (const std::string& p : v.validate(nlohmann::json::parse(text.str()))) ADD_FAILURE() << p;
+  std::string error;
+  const std::optional<Report> r = report_from_json(text.str(), &error);
+  ASSERT_TRUE(r) << error;
+  EXPECT_EQ(r->run.kind, "audit");
+  ASSERT_EQ(r->audits.size(), 1u);
+  const ReportAudit& a = r->audits[0];
+  const afz_kernel& tiled_like = testing::correct_kernel();  // the CPU kernels' capabilities
+  const size_t rows = audit_rows({&tiled_like}).size(), classes = generator_table().size();
+  EXPECT_EQ(a.columns.size(), classes);
+  EXPECT_GE(a.rows.size(), rows);
+  size_t sweep_cells = 0;
+  for (const ReportAuditCell& c : a.cells) sweep_cells += c.row.find("fuzz phase") == std::string::npos;
+  EXPECT_EQ(sweep_cells, rows * classes);
+  for (const ReportAuditCell& c : a.cells)
+    if (c.status == "fail") {
+      const auto f = std::find_if(r->failures.begin(), r->failures.end(),
+                                  [&](const ReportFailure& x) { return x.signature == c.signature; });
+      EXPECT_NE(f, r->failures.end()) << c.row << " x " << c.column;
+    }
 }
 
 }  // namespace
