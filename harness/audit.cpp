@@ -543,7 +543,8 @@ void Audit::consume(int64_t cell, int n, SweepWork& w) {
 
     // The matrix cell: created by its first case, then the most severe verdict wins.
     std::vector<ReportAuditCell>& cells = report_.audits[k].cells;
-    if (n == 0) cells.push_back({row, column, "unsupported", VerdictClass::Unsupported, 0, ""});
+    if (cells.empty() || cells.back().row != row || cells.back().column != column)
+      cells.push_back({row, column, "unsupported", VerdictClass::Unsupported, 0, ""});
     ReportAuditCell& m = cells.back();
     ++m.cases;
     if (cls == VerdictClass::Unsupported) continue;

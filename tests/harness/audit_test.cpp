@@ -115,6 +115,14 @@ TEST(Audit, DeclinedCellsAreUnsupportedNeverFailures) {
   }
   EXPECT_TRUE(r.failures.empty());
   EXPECT_TRUE(r.passed());
+
+  // Several cases per cell: still one matrix cell each, counting them all.
+  AuditOptions three = options({&no_add}, kAddNegInfShard);
+  three.cases_per_cell = 3;
+  const Report r3 = run_audit(three, runner);
+  ASSERT_EQ(r3.audits[0].cells.size(), 40u);
+  for (const ReportAuditCell& c : r3.audits[0].cells) EXPECT_EQ(c.cases, 3);
+  EXPECT_EQ(r3.run.cases, 120);
 }
 
 // The mutant (accumulator never rescaled) fails cells; each failing cell
