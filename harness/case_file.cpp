@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "atomic_file.h"
 #include "transforms.h"
 
 namespace afz {
@@ -42,21 +43,7 @@ std::optional<Case> load_case_file(const std::string& path, std::string* error) 
 }
 
 bool save_case_file(const std::string& path, const Case& c, std::string* error) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << write_case(c);
-    out.flush();
-    if (!out) {
-      *error = tmp + ": cannot write";
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = path + ": cannot rename the temporary file into place";
-    return false;
-  }
-  return true;
+  return write_file_atomically(path, write_case(c), error);
 }
 
 }  // namespace afz

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "report_views.h"
+#include "harness/atomic_file.h"
 
 namespace afz {
 namespace fs = std::filesystem;
@@ -14,21 +15,7 @@ namespace {
 // Write to a temporary name and rename: a reader (or a kill -9) never sees
 // half a file.
 bool write_atomically(const fs::path& path, const std::string& text, std::string* error) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      *error = tmp.string() + ": cannot write";
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = path.string() + ": cannot rename the temporary file into place";
-    return false;
-  }
-  return true;
+  return write_file_atomically(path.string(), text, error);
 }
 
 bool write_views(const Report& r, const fs::path& dir, std::string* error, const HtmlOptions& options) {

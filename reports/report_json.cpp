@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report.h"
+#include "harness/atomic_file.h"
 
 namespace afz {
 
@@ -628,21 +629,7 @@ bool write_report_json(const Report& r, const std::string& dir, std::string* err
     *error = dir + ": cannot create the report folder (" + ec.message() + ")";
     return false;
   }
-  const std::string path = (fs::path(dir) / "report.json").string(), tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << report_to_json(r);
-    out.flush();
-    if (!out) {
-      *error = tmp + ": cannot write";
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = path + ": cannot rename the temporary file into place";
-    return false;
-  }
-  return true;
+  return write_file_atomically((fs::path(dir) / "report.json").string(), report_to_json(r), error);
 }
 
 }  // namespace afz
