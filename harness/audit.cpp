@@ -393,12 +393,7 @@ std::optional<CaseOutcome> Audit::run_one(const afz_kernel& k, const Case& c) co
 }
 
 std::string Audit::repro_command(size_t k, const std::string& path) const {
-  std::string cmd = "attnfuzz";
-  const std::string& origin = o_.kernels[k].origin;
-  if (!origin.empty() && origin != "builtin" && origin != "mutant") cmd += " --kernel-lib " + origin;
-  if (runner_.options().check_determinism) cmd += " --determinism";
-  if (runner_.options().isolate) cmd += " --isolate";
-  return cmd + " repro " + path;
+  return repro_command_line(o_.kernels[k].origin, runner_.options(), path);
 }
 
 SweepWork Audit::compute(int64_t cell, int n) const {

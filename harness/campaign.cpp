@@ -139,12 +139,7 @@ std::optional<CaseOutcome> Campaign::run_one(const afz_kernel& k, const Case& c)
 }
 
 std::string Campaign::repro_command(size_t k, const std::string& path) const {
-  std::string cmd = "attnfuzz";
-  const std::string& origin = o_.kernels[k].origin;
-  if (!is_builtin_origin(origin)) cmd += " --kernel-lib " + origin;
-  if (runner_.options().check_determinism) cmd += " --determinism";
-  if (runner_.options().isolate) cmd += " --isolate";
-  return cmd + " repro " + path;
+  return repro_command_line(o_.kernels[k].origin, runner_.options(), path);
 }
 
 // A raw signature met for the first time, as `f` (its minimized or saved
@@ -584,6 +579,14 @@ ReplayResult replay_corpus(const ReplayOptions& o, const KernelRegistry& registr
 Report run_campaign(const CampaignOptions& options, const Runner& runner) {
   Campaign c(options, runner);
   return c.run();
+}
+
+std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path) {
+  std::string cmd = "attnfuzz";
+  if (!is_builtin_origin(origin)) cmd += " --kernel-lib " + origin;
+  if (run.check_determinism) cmd += " --determinism";
+  if (run.isolate) cmd += " --isolate";
+  return cmd + " repro " + path;
 }
 
 }  // namespace afz

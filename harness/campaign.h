@@ -27,6 +27,10 @@
 
 namespace afz {
 
+// The exact command that re-runs a saved failure of a kernel from `origin`
+// (a plugin path is loaded again with --kernel-lib) under `run`'s options.
+std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path);
+
 struct CampaignKernel {
   const afz_kernel* kernel = nullptr;
   std::string origin;
