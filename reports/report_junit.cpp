@@ -50,9 +50,46 @@ std::string failure_text(const ReportFailure& f) {
   return s;
 }
 
+// A mutant run inverts the meaning of a failure: a kill is the test passing,
+// a survivor is the failure (the generators have a blind spot), a mutant
+// that declined every case (a GPU mutant without a GPU) is skipped.
+std::string mutants_to_junit(const Report& r) {
+  std::ostringstream cases;
+  int64_t failures = 0, skipped = 0;
+  for (const ReportMutant& m : r.mutants) {
+    cases << fmt::format("    <testcase classname=\"attnfuzz.mutants\" name=\"{}\" assertions=\"{}\">\n",
+                         xml(m.kernel), m.cases);
+    if (m.killed) {
+      cases << fmt::format("      <system-out>{}</system-out>\n",
+                           xml_text(fmt::format("killed after {} cases ({:.3f} s): {} {}", m.cases_to_kill,
+                                                m.seconds_to_kill, verdict_name(m.verdict), m.signature)));
+    } else if (m.cases == 0) {
+      ++skipped;
+      cases << "      <skipped message=\"the mutant declined every case (unsupported here)\"/>\n";
+    } else {
+      ++failures;
+      cases << fmt::format("      <failure message=\"{}\" type=\"survived\"/>\n",
+                           xml(fmt::format("survived {} cases: the generators have a blind spot", m.cases)));
+    }
+    cases << "    </testcase>\n";
+  }
+  const int64_t tests = int64_t(r.mutants.size()), errors = r.errors.empty() ? 0 : 1;
+  std::ostringstream out;
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << fmt::format("<testsuites name=\"attnfuzz mutants\" tests=\"{}\" failures=\"{}\" errors=\"{}\" "
+                     "skipped=\"{}\" time=\"{:.6f}\">\n",
+                     tests, failures, errors, skipped, r.run.wall_s)
+      << fmt::format("  <testsuite name=\"mutant gate\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
+                     "time=\"{:.6f}\" timestamp=\"{}\">\n",
+                     tests, failures, errors, skipped, r.run.wall_s, xml(r.run.started_utc))
+      << cases.str() << "  </testsuite>\n</testsuites>\n";
+  return out.str();
+}
+
 }  // namespace
 
 std::string report_to_junit(const Report& r) {
+  if (r.run.kind == "mutants") return mutants_to_junit(r);
   std::ostringstream body;
   int64_t tests = 0, failures = 0, skipped = 0;
   for (const ReportKernel& k : r.kernels) {

@@ -76,6 +76,26 @@ TEST(JunitXml, OneTestcasePerKernelAndClassWithReproOnFailure) {
   EXPECT_EQ(failures, failing_cells);
 }
 
+// A mutant run: a kill is a passing testcase, a survivor the failure, a
+// mutant that declined every case a skip.
+TEST(JunitXml, MutantRunCountsSurvivorsAsFailures) {
+  Report r;
+  r.run.kind = "mutants";
+  r.mutants.push_back({"m.killed", true, 10, 3, 0.5, VerdictClass::NumericMismatch, "sig"});
+  r.mutants.push_back({"m.survived", false, 2000, -1, -1, VerdictClass::Pass, ""});
+  r.mutants.push_back({"m.untested", false, 0, -1, -1, VerdictClass::Pass, ""});
+  const auto root = parse_xml(report_to_junit(r));
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->attributes.at("tests"), "3");
+  EXPECT_EQ(root->attributes.at("failures"), "1");
+  EXPECT_EQ(root->attributes.at("skipped"), "1");
+  const auto cases = root->all("testsuite").at(0)->all("testcase");
+  ASSERT_EQ(cases.size(), 3u);
+  EXPECT_TRUE(cases[0]->all("failure").empty());
+  EXPECT_EQ(cases[1]->all("failure").size(), 1u);
+  EXPECT_EQ(cases[2]->all("skipped").size(), 1u);
+}
+
 TEST(JunitXml, HostileStringsStayWellFormed) {
   const std::string xml = report_to_junit(hostile_report());
   const auto root = parse_xml(xml);
