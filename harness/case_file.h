@@ -7,9 +7,7 @@
 
 namespace afz {
 
-inline constexpr size_t kMaxCaseFileBytes = 1 << 20;
-
-// Reads, parses and validates (syntax, semantics, transform names).  On
+// Reads (at most kMaxCaseBytes, case_io.h), parses and validates.  On
 // failure returns nullopt and sets *error to "file:line: field 'f': message".
 std::optional<Case> load_case_file(const std::string& path, std::string* error);
 // Writes atomically (temporary file + rename), so a kill mid-write never
