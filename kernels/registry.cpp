@@ -6,7 +6,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "harness/dtype.h"
+#include "kernels/abi/dtype.h"
 
 namespace afz {
 
@@ -19,33 +19,40 @@ namespace afz {
 // lands, delete the stub here (that is the robust fix).  The mutants'
 // group (kernels/mutants/mutant_kernels.cpp) has landed: no stub.
 __attribute__((weak)) void register_gpu_kernels(KernelRegistry&) {}
+__attribute__((weak)) void register_cudnn_kernels(KernelRegistry&) {}
 
 KernelRegistry KernelRegistry::with_builtins() {
   KernelRegistry r;
   register_cpu_reference_kernels(r);
   register_cpu_mutants(r);
   register_gpu_kernels(r);
+  register_cudnn_kernels(r);
   return r;
 }
 
-void KernelRegistry::add(const afz_kernel* k, std::string origin) {
+void KernelRegistry::add(const afz_kernel* k, std::string origin, std::string version) {
   if (!k || !k->name || !*k->name) throw std::invalid_argument("kernel without a name from " + origin);
   if (!k->run) throw std::invalid_argument(std::string("kernel ") + k->name + " has no run function");
   for (const KernelEntry& e : entries_)
     if (std::string_view(e.kernel->name) == k->name)
       throw std::invalid_argument(std::string("duplicate kernel name ") + k->name + " (from " + origin +
                                   ", already from " + e.origin + ")");
-  entries_.push_back({k, std::move(origin)});
+  entries_.push_back({k, std::move(origin), std::move(version)});
 }
 
-void KernelRegistry::add_all(const afz_kernel* ks, int n, const std::string& origin) {
-  for (int i = 0; i < n; ++i) add(&ks[i], origin);
+void KernelRegistry::add_all(const afz_kernel* ks, int n, const std::string& origin, const std::string& version) {
+  for (int i = 0; i < n; ++i) add(&ks[i], origin, version);
+}
+
+const KernelEntry* KernelRegistry::entry(const std::string& name) const {
+  for (const KernelEntry& e : entries_)
+    if (name == e.kernel->name) return &e;
+  return nullptr;
 }
 
 const afz_kernel* KernelRegistry::find(const std::string& name) const {
-  for (const KernelEntry& e : entries_)
-    if (name == e.kernel->name) return e.kernel;
-  return nullptr;
+  const KernelEntry* e = entry(name);
+  return e ? e->kernel : nullptr;
 }
 
 namespace {
@@ -61,9 +68,14 @@ std::string one_line(const char* s) {
 
 // The library stays loaded for the life of the process once its kernels are
 // registered: the afz_kernel pointers point into it.
-bool KernelRegistry::load_library(const std::string& path, std::string* error) {
+bool KernelRegistry::load_library(const std::string& spec, std::string* error) {
+  // "path#config": a '#' in a file name is rare; a config never holds a '/'.
+  const size_t hash = spec.rfind('#');
+  const bool has_config = hash != std::string::npos && spec.find('/', hash) == std::string::npos;
+  const std::string path = has_config ? spec.substr(0, hash) : spec;
+  const std::string config = has_config ? spec.substr(hash + 1) : "";
   auto fail = [&](const std::string& why) {
-    if (error) *error = path + ": " + why;
+    if (error) *error = spec + ": " + why;
     return false;
   };
   std::error_code ec;
@@ -85,6 +97,19 @@ bool KernelRegistry::load_library(const std::string& path, std::string* error) {
                        std::to_string(AFZ_ABI_VERSION));
   auto get_kernels = reinterpret_cast<afz_get_kernels_fn>(dlsym(handle, AFZ_PLUGIN_SYMBOL));
   if (!get_kernels) return fail_closed("missing symbol " AFZ_PLUGIN_SYMBOL);
+  if (auto configure = reinterpret_cast<afz_configure_fn>(dlsym(handle, AFZ_PLUGIN_CONFIGURE_SYMBOL))) {
+    char why[512] = {0};
+    if (configure(config.c_str(), why, sizeof why) != 0) {
+      why[sizeof why - 1] = '\0';
+      return fail_closed("configuration refused: " + one_line(why[0] ? why : "(no reason given)"));
+    }
+  } else if (has_config) {
+    return fail_closed("a configuration '#" + config + "' was given, but the library exports no " +
+                       AFZ_PLUGIN_CONFIGURE_SYMBOL);
+  }
+  std::string version;
+  if (auto version_of = reinterpret_cast<afz_library_version_fn>(dlsym(handle, AFZ_PLUGIN_VERSION_SYMBOL)))
+    if (const char* v = version_of()) version = one_line(v);
 
   const afz_kernel* kernels = nullptr;
   int count = 0;
@@ -105,7 +130,7 @@ bool KernelRegistry::load_library(const std::string& path, std::string* error) {
       if (e.kernel->name == std::string_view(k.name))
         return fail_closed(std::string("duplicate kernel name ") + k.name + " (already from " + e.origin + ")");
   }
-  add_all(kernels, count, path);
+  add_all(kernels, count, spec, version);
   return true;
 }
 

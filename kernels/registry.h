@@ -5,13 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "attnfuzz_kernel.h"
+#include "kernels/abi/attnfuzz_kernel.h"
 
 namespace afz {
 
 struct KernelEntry {
   const afz_kernel* kernel;
-  std::string origin;  // "builtin", "mutant", "faulty" (test-only), or the library path
+  std::string origin;  // "builtin", "mutant", "faulty" (test-only), or the library spec (path[#config])
+  std::string version; // the library under test as found at load time, "" for our own kernels
 };
 
 // Origins compiled into attnfuzz itself; anything else is a plugin path that
@@ -26,11 +27,13 @@ class KernelRegistry {
  public:
   // The built-in kernels (CPU references, mutants, and GPU kernels where built).
   static KernelRegistry with_builtins();
-  void add(const afz_kernel* k, std::string origin);
-  void add_all(const afz_kernel* ks, int n, const std::string& origin);
-  // Loads a plugin; false with a one-line error on failure.
-  bool load_library(const std::string& path, std::string* error);
+  void add(const afz_kernel* k, std::string origin, std::string version = "");
+  void add_all(const afz_kernel* ks, int n, const std::string& origin, const std::string& version = "");
+  // Loads a plugin from `path` or `path#config` (the text after the last '#'
+  // goes to the plugin's attnfuzz_configure); false with a one-line error.
+  bool load_library(const std::string& spec, std::string* error);
   const afz_kernel* find(const std::string& name) const;
+  const KernelEntry* entry(const std::string& name) const;
   const std::vector<KernelEntry>& entries() const { return entries_; }
 
  private:
@@ -41,6 +44,7 @@ class KernelRegistry {
 void register_cpu_reference_kernels(KernelRegistry& r);  // kernels/cpu
 void register_cpu_mutants(KernelRegistry& r);            // kernels/mutants
 void register_gpu_kernels(KernelRegistry& r);            // kernels/cuda (no-op without CUDA)
+void register_cudnn_kernels(KernelRegistry& r);          // kernels/cudnn (no-op without CUDA)
 
 // Why a kernel declines a problem, from its declared capabilities and then
 // its own supports() hook; empty when it takes it.

@@ -14,9 +14,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "backward_oracle.h"
-#include "harness/dtype.h"
-#include "problem_view.h"
+#include "kernels/abi/dtype.h"
+#include "oracles/backward_oracle.h"
+#include "oracles/problem_view.h"
 
 namespace afz::oracle_detail {
 

@@ -21,7 +21,7 @@
 #include <cmath>
 #include <limits>
 
-#include "backward_engine.h"
+#include "oracles/backward_engine.h"
 
 namespace afz {
 namespace {

@@ -11,7 +11,7 @@
 #include <boost/multiprecision/cpp_bin_float.hpp>
 #include <cmath>
 
-#include "backward_engine.h"
+#include "oracles/backward_engine.h"
 #if ATTNFUZZ_HAVE_MPFR
 #include <boost/multiprecision/mpfr.hpp>
 #endif

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "attnfuzz_kernel.h"
-#include "oracle.h"
+#include "kernels/abi/attnfuzz_kernel.h"
+#include "oracles/oracle.h"
 
 namespace afz {
 

@@ -1,6 +1,6 @@
 #include <limits>
 
-#include "backward_oracle.h"
+#include "oracles/backward_oracle.h"
 
 namespace afz {
 

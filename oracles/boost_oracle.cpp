@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "dtype.h"
-#include "oracle.h"
-#include "problem_view.h"
+#include "kernels/abi/dtype.h"
+#include "oracles/oracle.h"
+#include "oracles/problem_view.h"
 
 namespace afz {
 

@@ -29,9 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "eft.h"
-#include "oracle.h"
-#include "problem_view.h"
+#include "oracles/eft.h"
+#include "oracles/oracle.h"
+#include "oracles/problem_view.h"
 
 // The two hot loops work on vectors of kVec doubles (GCC/Clang vector
 // extensions) and are compiled twice, for AVX2 and for baseline x86-64 (two

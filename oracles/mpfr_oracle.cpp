@@ -6,7 +6,7 @@
 // the row's largest score bound, so their absolute error stays ~2^-p even
 // for scores of 1e30 or an additive mask of -3.4e38; the weights, sums and
 // outputs are at p bits.
-#include "oracle.h"
+#include "oracles/oracle.h"
 
 #if ATTNFUZZ_HAVE_MPFR
 
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "problem_view.h"
+#include "oracles/problem_view.h"
 
 namespace afz {
 

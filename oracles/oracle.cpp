@@ -1,4 +1,4 @@
-#include "oracle.h"
+#include "oracles/oracle.h"
 
 #include <limits>
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "attnfuzz_kernel.h"
+#include "kernels/abi/attnfuzz_kernel.h"
 
 namespace afz {
 

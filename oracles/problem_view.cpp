@@ -1,4 +1,4 @@
-#include "problem_view.h"
+#include "oracles/problem_view.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "dtype.h"
+#include "kernels/abi/dtype.h"
 
 namespace afz::oracle_detail {
 

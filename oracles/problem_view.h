@@ -22,8 +22,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "attnfuzz_kernel.h"
-#include "oracle.h"
+#include "kernels/abi/attnfuzz_kernel.h"
+#include "oracles/oracle.h"
 
 namespace afz::oracle_detail {
 

@@ -1,16 +1,16 @@
 // `attnfuzz audit`: the systematic sweep of every feature combination x
-// adversarial class, then a focused fuzz phase (harness/audit.h); writes
+// adversarial class, then a focused fuzz phase (harness/campaign/audit.h); writes
 // the report folder and a corpus of minimized repros of the failing cells.
 #include <fmt/core.h>
 
 #include <chrono>
 #include <thread>
 
-#include "audit.h"
-#include "commands.h"
-#include "progress.h"
-#include "reports/report_views.h"
-#include "shard.h"
+#include "harness/campaign/audit.h"
+#include "harness/campaign/progress.h"
+#include "harness/campaign/shard.h"
+#include "harness/cli/commands.h"
+#include "harness/report/report_views.h"
 
 namespace afz::cli {
 namespace {
@@ -72,7 +72,11 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
     progress.message(fmt::format("{} failure: {} {} (class {}){}", f.status, f.kernel, verdict_name(f.verdict),
                                  f.generator, f.repro.empty() ? "" : "\n  repro: " + f.repro));
   };
-  const Runner runner(g.run_options());
+  // Before a release every case runs twice and must give identical bits,
+  // unless the kernel declares itself nondeterministic (AFZ_CAP_NONDETERMINISTIC).
+  RunOptions run_options = g.run_options();
+  run_options.check_determinism = true;
+  const Runner runner(run_options);
   Report r;
   try {
     r = run_audit(o, runner);
@@ -93,7 +97,8 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
 
 Action add_audit_command(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand(
-      "audit", "sweep every feature combination x adversarial class, then fuzz; exit 1 when a cell fails");
+      "audit", "sweep every feature combination x adversarial class, then fuzz, every case run twice (determinism); "
+              "exit 1 when a cell fails");
   auto a = std::make_shared<AuditArgs>();
   sub->add_option("--kernel,-k", a->kernels, "kernel name or comma list (conventions are compared across them)")
       ->required();

@@ -6,14 +6,14 @@
 #include <charconv>
 #include <thread>
 
-#include "campaign.h"
-#include "case_file.h"
-#include "commands.h"
-#include "corpus.h"
-#include "progress.h"
-#include "reports/report.h"
-#include "reports/report_views.h"
-#include "shard.h"
+#include "harness/campaign/campaign.h"
+#include "harness/campaign/corpus.h"
+#include "harness/campaign/progress.h"
+#include "harness/campaign/shard.h"
+#include "harness/case/case_file.h"
+#include "harness/cli/commands.h"
+#include "harness/report/report.h"
+#include "harness/report/report_views.h"
 
 namespace afz::cli {
 

@@ -1,8 +1,8 @@
 // `attnfuzz kernels`: every kernel and what it supports.
 #include <fmt/core.h>
 
-#include "commands.h"
-#include "dtype.h"
+#include "harness/cli/commands.h"
+#include "kernels/abi/dtype.h"
 
 namespace afz::cli {
 namespace {
@@ -25,6 +25,7 @@ constexpr FlagName kFlagNames[] = {
     {AFZ_CAP_GQA, "gqa"},                   {AFZ_CAP_SOFTCAP, "softcap"},
     {AFZ_CAP_LSE, "lse"},                   {AFZ_CAP_STRIDED, "strided"},
     {AFZ_CAP_DV_NE_D, "dv!=d"},             {AFZ_CAP_GPU, "gpu"},
+    {AFZ_CAP_NONDETERMINISTIC, "nondeterministic"},
 };
 
 }  // namespace
@@ -33,11 +34,14 @@ std::string describe_capabilities(const afz_kernel& k) {
   std::string flags;
   for (const FlagName& f : kFlagNames)
     if (k.caps.flags & f.flag) flags += (flags.empty() ? "" : " ") + std::string(f.name);
-  return fmt::format("in {} out {} d {}..{}{} | {} | P in {}, exp {} ulp | masked row -> {}, empty lse -> {}",
+  const afz_precision& pr = k.precision;
+  return fmt::format("in {} out {} d {}..{}{} | {} | S in {}, P in {}, acc {}, exp {} ulp{}{} | masked row -> {}, "
+                     "empty lse -> {}",
                      dtypes(k.caps.in_dtypes), dtypes(k.caps.out_dtypes), k.caps.min_head_dim, k.caps.max_head_dim,
                      k.caps.head_dim_multiple > 1 ? fmt::format(" step {}", k.caps.head_dim_multiple) : "", flags,
-                     k.precision.p_dtype == AFZ_P_DTYPE_OF_V ? "V's dtype" : dtype_name(k.precision.p_dtype),
-                     k.precision.exp_ulps,
+                     dtype_name(pr.score_dtype), pr.p_dtype == AFZ_P_DTYPE_OF_V ? "V's dtype" : dtype_name(pr.p_dtype),
+                     dtype_name(pr.acc_dtype), pr.exp_ulps, pr.flush_subnormals ? ", flushes subnormals" : "",
+                     pr.l_from_unrounded_p ? ", l from unrounded P" : "",
                      k.conventions.masked_row_output == AFZ_MASKED_ROW_ZERO ? "0" : "NaN",
                      k.conventions.empty_lse == AFZ_EMPTY_LSE_NEG_INF   ? "-inf"
                      : k.conventions.empty_lse == AFZ_EMPTY_LSE_POS_INF ? "+inf"
@@ -50,6 +54,7 @@ Action add_kernels_command(CLI::App& app, Globals& g) {
     const KernelRegistry r = g.registry();
     for (const KernelEntry& e : r.entries()) {
       fmt::print("{:<28} {:<8} {}\n", e.kernel->name, e.origin, e.kernel->description ? e.kernel->description : "");
+      if (!e.version.empty()) fmt::print("{:<28} runs {}\n", "", e.version);
       fmt::print("{:<28} {}\n", "", describe_capabilities(*e.kernel));
     }
     return kExitOk;

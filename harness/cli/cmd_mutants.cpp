@@ -1,4 +1,4 @@
-// `attnfuzz mutants`: the mutant gate (harness/mutant_gate.h).  One row per
+// `attnfuzz mutants`: the mutant gate (harness/campaign/mutant_gate.h).  One row per
 // mutant as it finishes, then the median and worst time to kill; exit 1 when
 // a mutant survives its budget.
 #include <fmt/core.h>
@@ -8,12 +8,12 @@
 #include <cstdio>
 #include <memory>
 
-#include "backward_runner.h"
-#include "commands.h"
+#include "harness/campaign/mutant_gate.h"
+#include "harness/cli/commands.h"
+#include "harness/report/report.h"
+#include "harness/report/report_views.h"
+#include "harness/run/backward_runner.h"
 #include "kernels/mutants/mutants.h"
-#include "mutant_gate.h"
-#include "reports/report.h"
-#include "reports/report_views.h"
 
 namespace afz::cli {
 namespace {

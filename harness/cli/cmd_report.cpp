@@ -5,8 +5,8 @@
 // gnuplot is installed and the run's machine had none).
 #include <fmt/core.h>
 
-#include "commands.h"
-#include "reports/report_views.h"
+#include "harness/cli/commands.h"
+#include "harness/report/report_views.h"
 
 namespace afz::cli {
 namespace {

@@ -1,8 +1,8 @@
 // `attnfuzz run --kernel K CASE...` and `attnfuzz repro FILE...`.
 #include <fmt/core.h>
 
-#include "case_file.h"
-#include "commands.h"
+#include "harness/case/case_file.h"
+#include "harness/cli/commands.h"
 
 namespace afz::cli {
 namespace {

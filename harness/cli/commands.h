@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "campaign.h"
-#include "registry.h"
-#include "runner.h"
+#include "harness/campaign/campaign.h"
+#include "harness/run/runner.h"
+#include "kernels/registry.h"
 
 namespace afz::cli {
 

@@ -3,9 +3,9 @@
 
 #include <exception>
 
-#include "commands.h"
-#include "harness/gpu/gpu_run.h"
-#include "harness/gpu/worker.h"
+#include "harness/cli/commands.h"
+#include "harness/run/gpu/gpu_run.h"
+#include "harness/run/gpu/worker.h"
 
 namespace afz::cli {
 
@@ -34,7 +34,7 @@ RunOptions Globals::run_options() const {
 
 int main(int argc, char** argv) {
   using namespace afz::cli;
-  // The GPU worker is this binary started again (harness/gpu/gpu_run.h);
+  // The GPU worker is this binary started again (harness/run/gpu/gpu_run.h);
   // its subcommand is internal, so it is handled before the CLI and hidden.
   if (argc >= 2 && std::string_view(argv[1]) == "worker") return afz::gpu::worker_main(argc - 1, argv + 1);
   afz::gpu::use_exec_worker("/proc/self/exe");

@@ -82,7 +82,12 @@ enum {
   AFZ_CAP_LSE = 1u << 8,
   AFZ_CAP_STRIDED = 1u << 9,    /* arbitrary strides, stride-0 broadcast */
   AFZ_CAP_DV_NE_D = 1u << 10,   /* head_dim_v != head_dim */
-  AFZ_CAP_GPU = 1u << 11        /* pointers are device pointers */
+  AFZ_CAP_GPU = 1u << 11,       /* pointers are device pointers */
+  /* Reruns on the same inputs may differ in their bits (atomics, split
+   * reductions scheduled at run time): determinism reruns are skipped.
+   * Without it the kernel promises bit-identical reruns, and the harness's
+   * determinism reruns hold it to that. */
+  AFZ_CAP_NONDETERMINISTIC = 1u << 12
 };
 
 typedef struct afz_caps {
@@ -136,10 +141,15 @@ typedef struct afz_kernel {
    * (host pointers: read shapes and strides, never dereference), and run()
    * later gets the device copy of the same problem in a worker process. */
   int (*supports)(const struct afz_kernel* self, const afz_problem* p, char* reason, size_t reason_len);
-  /* 0 on success; else writes a one-line error (the harness records a crash verdict). */
+  /* 0 on success; AFZ_RUN_UNSUPPORTED when the library under test refuses the
+   * configuration at run time (its own reason in `error`: an `unsupported`
+   * verdict, never a failure); else writes a one-line error (a crash verdict). */
   int (*run)(const struct afz_kernel* self, const afz_problem* p, char* error, size_t error_len);
   void* user;
 } afz_kernel;
+
+/* run()'s return value for "the library refuses this problem" (see run). */
+#define AFZ_RUN_UNSUPPORTED 0x75 /* 'u' */
 
 typedef int (*afz_get_kernels_fn)(const afz_kernel** kernels, int* count);
 #define AFZ_PLUGIN_SYMBOL "attnfuzz_kernels"
@@ -149,6 +159,23 @@ typedef int (*afz_get_kernels_fn)(const afz_kernel** kernels, int* count);
  * layout of these structs is refused with a clear message, not misread. */
 typedef uint32_t (*afz_abi_version_fn)(void);
 #define AFZ_PLUGIN_ABI_SYMBOL "attnfuzz_abi_version"
+
+/* Optional plugin symbols (additive to ABI v1):
+ *
+ *   const char* attnfuzz_library_version(void)
+ *     the version of the library under test, as it found it at load time
+ *     ("PyTorch 2.11.0+cu130, CUDA 13.0, cuDNN 91900"); shown by
+ *     `attnfuzz kernels` and recorded in reports.
+ *
+ *   int attnfuzz_configure(const char* config, char* error, size_t error_len)
+ *     called once, before attnfuzz_kernels, with the text after '#' in
+ *     `--kernel-lib path.so#config` ("" when there is none); nonzero refuses
+ *     the library with the one-line error.  The whole `path#config` is the
+ *     kernels' origin, so workers and repro commands load it the same way. */
+typedef const char* (*afz_library_version_fn)(void);
+#define AFZ_PLUGIN_VERSION_SYMBOL "attnfuzz_library_version"
+typedef int (*afz_configure_fn)(const char* config, char* error, size_t error_len);
+#define AFZ_PLUGIN_CONFIGURE_SYMBOL "attnfuzz_configure"
 
 /* ---- The backward pass (additive to ABI v1: no struct above changed) -----
  *

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "attnfuzz_kernel.h"
+#include "kernels/abi/attnfuzz_kernel.h"
 
 namespace afz {
 

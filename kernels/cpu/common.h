@@ -17,8 +17,8 @@
 #include <exception>
 #include <string>
 
-#include "attnfuzz_kernel.h"
-#include "harness/dtype.h"
+#include "kernels/abi/attnfuzz_kernel.h"
+#include "kernels/abi/dtype.h"
 #include "kernels/cpu/steps.h"
 
 namespace afz::cpu {

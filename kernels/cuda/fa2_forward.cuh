@@ -15,9 +15,9 @@
 // dtype for the P.V product (the mma takes both operands in it) while l sums
 // the fp32 P, as FlashAttention does.
 #pragma once
-#include "defects.h"
-#include "forward_params.h"
-#include "ptx.cuh"
+#include "kernels/cuda/defects.h"
+#include "kernels/cuda/forward_params.h"
+#include "kernels/cuda/ptx.cuh"
 
 namespace afz::cuda {
 

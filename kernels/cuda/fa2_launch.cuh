@@ -2,7 +2,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "fa2_forward.cuh"
+#include "kernels/cuda/fa2_forward.cuh"
 
 namespace afz::cuda {
 

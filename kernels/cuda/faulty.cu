@@ -1,7 +1,7 @@
 // Three deliberately faulty kernels: the harness's tests and GPU campaigns
 // use them to show that an out-of-bounds write, a sticky fault and a hang each
 // become a verdict while the campaign carries on.
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 namespace afz::cuda {
 namespace {

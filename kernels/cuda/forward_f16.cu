@@ -1,6 +1,6 @@
 // fp16 instantiations of the forward (correct kernel and mutants).
-#include "fa2_launch.cuh"
-#include "launch.h"
+#include "kernels/cuda/fa2_launch.cuh"
+#include "kernels/cuda/launch.h"
 
 namespace afz::cuda {
 cudaError_t launch_forward_f16(const ForwardParams& p, Defect defect, cudaStream_t stream) {

@@ -1,7 +1,7 @@
 // The CUDA kernels as afz_kernels: the correct FA2 forward and split-KV
 // decoder, their mutants (one defect each, defects.h), and three deliberately
 // faulty kernels for the harness's own tests.  The problem's pointers are
-// device pointers (AFZ_CAP_GPU): the harness's device mirror (harness/gpu)
+// device pointers (AFZ_CAP_GPU): the harness's device mirror (harness/run/gpu)
 // provides them and runs every call in a worker process.
 #include <cuda_runtime.h>
 

@@ -3,8 +3,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "defects.h"
-#include "forward_params.h"
+#include "kernels/cuda/defects.h"
+#include "kernels/cuda/forward_params.h"
 
 namespace afz::cuda {
 

@@ -2,8 +2,8 @@
 // blocks, then the merge; and the split plan.
 #include <algorithm>
 
-#include "fa2_launch.cuh"
-#include "launch.h"
+#include "kernels/cuda/fa2_launch.cuh"
+#include "kernels/cuda/launch.h"
 
 namespace afz::cuda {
 

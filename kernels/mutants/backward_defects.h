@@ -3,7 +3,7 @@
 #pragma once
 #include <cmath>
 
-#include "harness/dtype.h"
+#include "kernels/abi/dtype.h"
 #include "kernels/cpu/backward_fa2.h"
 
 namespace afz::mutants {

@@ -12,7 +12,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "harness/dtype.h"
+#include "kernels/abi/dtype.h"
 #include "kernels/cpu/steps.h"
 
 namespace afz::mutants {

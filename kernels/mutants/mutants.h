@@ -1,6 +1,6 @@
 // The CPU mutant zoo: the reference kernels with exactly one defect each
 // (defects.h), registered as kernels of origin "mutant".  `attnfuzz mutants`
-// (harness/mutant_gate.h) runs a campaign against each: a mutant that
+// (harness/campaign/mutant_gate.h) runs a campaign against each: a mutant that
 // survives is a blind spot of the harness.
 //
 // A mutant declares exactly its parent's caps, precision and conventions
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "attnfuzz_kernel.h"
+#include "kernels/abi/attnfuzz_kernel.h"
 
 namespace afz {
 

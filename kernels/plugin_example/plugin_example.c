@@ -4,7 +4,8 @@
  * `attnfuzz --kernel-lib libattnfuzz_plugin_example.so`.
  *
  * A plugin exports two symbols: attnfuzz_abi_version() and
- * attnfuzz_kernels(); see kernels/abi/attnfuzz_kernel.h. */
+ * attnfuzz_kernels(), and may export attnfuzz_library_version() and
+ * attnfuzz_configure(); see kernels/abi/attnfuzz_kernel.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,17 @@ static int naive_run(const afz_kernel* self, const afz_problem* p, char* error, 
 }
 
 uint32_t attnfuzz_abi_version(void) { return PLUGIN_EXAMPLE_ABI_VERSION; }
+
+/* Optional: what `attnfuzz kernels` shows as the library under test. */
+const char* attnfuzz_library_version(void) { return "plugin example 1.0 (libm expf)"; }
+
+/* Optional: `--kernel-lib libattnfuzz_plugin_example.so#CONFIG` hands CONFIG
+ * here before attnfuzz_kernels.  This plugin takes none, and says so. */
+int attnfuzz_configure(const char* config, char* error, size_t error_len) {
+  if (config[0] == '\0') return 0;
+  snprintf(error, error_len, "the plugin example takes no configuration (got '%s')", config);
+  return 1;
+}
 
 #ifndef PLUGIN_EXAMPLE_WITHOUT_KERNELS
 static const afz_kernel kPluginKernels[] = {{

@@ -18,11 +18,11 @@
 #include <cmath>
 #include <vector>
 
-#include "bound.h"
-#include "dtype.h"
-#include "materialize.h"
-#include "oracle.h"
-#include "registry.h"
+#include "harness/case/materialize.h"
+#include "harness/judge/bound.h"
+#include "kernels/abi/dtype.h"
+#include "kernels/registry.h"
+#include "oracles/oracle.h"
 
 namespace afz {
 namespace {

@@ -14,7 +14,7 @@
 #include <memory>
 #include <vector>
 
-#include "oracle.h"
+#include "oracles/oracle.h"
 #include "tests/oracles/problem_builder.h"
 
 namespace afz {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/mutant_gate.h"
+#include "harness/campaign/mutant_gate.h"
 #include "kernels/mutants/mutants.h"
 
 namespace afz {

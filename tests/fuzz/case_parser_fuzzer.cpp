@@ -1,4 +1,4 @@
-// libFuzzer target for the case parser (harness/case_io.cpp).
+// libFuzzer target for the case parser (harness/case/case_io.cpp).
 //
 // Any bytes go in.  The parser must return a case or an error without
 // crashing, leaking, hanging or allocating without bound (ASan, UBSan and
@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "case.h"
+#include "harness/case/case.h"
 
 namespace {
 

@@ -11,10 +11,10 @@
 
 #include <cstdio>
 
-#include "case.h"
-#include "generators.h"
-#include "registry.h"
-#include "runner.h"
+#include "harness/case/case.h"
+#include "harness/case/generators.h"
+#include "harness/run/runner.h"
+#include "kernels/registry.h"
 
 namespace {
 

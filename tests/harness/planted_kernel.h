@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
-#include "attnfuzz_kernel.h"
-#include "dtype.h"
+#include "kernels/abi/attnfuzz_kernel.h"
+#include "kernels/abi/dtype.h"
 
 namespace afz::testing {
 
@@ -71,7 +71,7 @@ struct PlantedKernel {
     return 0;
   }
 
-  explicit PlantedKernel(const char* name, uint32_t flags = ~uint32_t(AFZ_CAP_GPU)) {
+  explicit PlantedKernel(const char* name, uint32_t flags = ~uint32_t(AFZ_CAP_GPU | AFZ_CAP_NONDETERMINISTIC)) {
     k.name = name;
     k.description = "attention in double with a planted defect";
     k.caps.flags = flags;

@@ -2,12 +2,14 @@
 // oracle (so it is exactly right) and then applies one planted defect.
 #pragma once
 #include <cmath>
+#include <cstdio>
 #include <functional>
+#include <string>
 
-#include "attnfuzz_kernel.h"
-#include "dtype.h"
-#include "materialize.h"
-#include "oracle.h"
+#include "harness/case/materialize.h"
+#include "kernels/abi/attnfuzz_kernel.h"
+#include "kernels/abi/dtype.h"
+#include "oracles/oracle.h"
 
 namespace afz::testing {
 
@@ -17,13 +19,17 @@ struct FakeKernel {
   std::function<double(int b, int h, int i, int x, double exact)> o_value;
   std::function<double(int b, int h, int i, double exact)> lse_value;
   std::function<bool(int b, int h, int i, int x)> skip;  // leave unwritten
-  std::function<int()> before;  // may crash or hang
+  std::function<int()> before;  // may crash or hang, or return a nonzero code
+  std::string error;             // the message written with a nonzero code
   const OracleResult* oracle = nullptr;
 
-  static int run(const afz_kernel* self, const afz_problem* p, char*, size_t) {
+  static int run(const afz_kernel* self, const afz_problem* p, char* error, size_t error_len) {
     auto* f = static_cast<FakeKernel*>(self->user);
     if (f->before) {
-      if (int rc = f->before(); rc != 0) return rc;
+      if (int rc = f->before(); rc != 0) {
+        if (error && error_len) std::snprintf(error, error_len, "%s", f->error.c_str());
+        return rc;
+      }
     }
     const OracleResult& r = *f->oracle;
     for (int b = 0; b < p->batch; ++b)
@@ -54,7 +60,7 @@ struct FakeKernel {
   FakeKernel(afz_dtype in, afz_dtype out) {
     k.name = "fake";
     k.description = "oracle-exact fake with planted defects";
-    k.caps.flags = ~uint32_t(AFZ_CAP_GPU);
+    k.caps.flags = ~uint32_t(AFZ_CAP_GPU | AFZ_CAP_NONDETERMINISTIC);
     k.caps.in_dtypes = 1u << in;
     k.caps.out_dtypes = 1u << out;
     k.caps.min_head_dim = 1;

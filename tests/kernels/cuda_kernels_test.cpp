@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "harness/case.h"
-#include "harness/gpu/gpu_run.h"
-#include "harness/runner.h"
+#include "harness/case/case.h"
+#include "harness/run/gpu/gpu_run.h"
+#include "harness/run/runner.h"
 #include "kernels/registry.h"
 
 namespace afz {

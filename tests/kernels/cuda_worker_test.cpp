@@ -8,10 +8,10 @@
 #include <cstring>
 #include <string>
 
-#include "harness/case.h"
-#include "harness/gpu/gpu_run.h"
-#include "harness/materialize.h"
-#include "harness/runner.h"
+#include "harness/case/case.h"
+#include "harness/case/materialize.h"
+#include "harness/run/gpu/gpu_run.h"
+#include "harness/run/runner.h"
 #include "kernels/registry.h"
 
 namespace afz {

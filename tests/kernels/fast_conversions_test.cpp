@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "harness/dtype.h"
+#include "kernels/abi/dtype.h"
 #include "kernels/cpu/common.h"
 
 namespace afz::cpu {

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/case_file.h"
-#include "harness/corpus.h"
-#include "harness/mutant_gate.h"
-#include "harness/runner.h"
+#include "harness/campaign/corpus.h"
+#include "harness/campaign/mutant_gate.h"
+#include "harness/case/case_file.h"
+#include "harness/run/runner.h"
 #include "kernels/cpu/splitkv.h"
 #include "kernels/cpu/tiled.h"
 #include "kernels/mutants/mutants.h"

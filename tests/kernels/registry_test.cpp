@@ -161,6 +161,7 @@ TEST(PluginLoading, LoadsAndRunsTheExamplePlugin) {
   for (const KernelEntry& e : r.entries())
     if (e.kernel == k) origin_is_path = e.origin == ATTNFUZZ_PLUGIN_EXAMPLE;
   EXPECT_TRUE(origin_is_path);
+  EXPECT_EQ(r.entry("example.naive_fp32")->version, "plugin example 1.0 (libm expf)");
 
   // It declines what it does not claim, and agrees with cpu.direct on fp32.
   ProblemSpec s;
@@ -217,6 +218,24 @@ TEST(PluginLoading, BadLibrariesGiveOneLineErrorsAndChangeNothing) {
   EXPECT_NE(error.find("duplicate kernel name example.naive_fp32 (already from "), std::string::npos) << error;
   EXPECT_TRUE(one_line(error));
   EXPECT_EQ(r.entries().size(), before + 1);
+}
+
+// `path#config`: the text after '#' goes to attnfuzz_configure, whose
+// refusal is a one-line error naming the whole spec; the spec is the origin.
+TEST(PluginLoading, ConfigurationGoesToTheConfigureHook) {
+  KernelRegistry r = KernelRegistry::with_builtins();
+  const size_t before = r.entries().size();
+  const std::string spec = std::string(ATTNFUZZ_PLUGIN_EXAMPLE) + "#ops=nothing.ops";
+  std::string error;
+  EXPECT_FALSE(r.load_library(spec, &error));
+  EXPECT_EQ(error, spec + ": configuration refused: the plugin example takes no configuration (got 'ops=nothing.ops')");
+  EXPECT_EQ(r.entries().size(), before);
+  // A configuration does not get a library of another ABI through.
+  const std::string no_hook = std::string(ATTNFUZZ_PLUGIN_BAD_ABI) + "#x";
+  EXPECT_FALSE(r.load_library(no_hook, &error));
+  // An empty configuration is the library alone.
+  ASSERT_TRUE(r.load_library(std::string(ATTNFUZZ_PLUGIN_EXAMPLE) + "#", &error)) << error;
+  EXPECT_EQ(r.entry("example.naive_fp32")->origin, std::string(ATTNFUZZ_PLUGIN_EXAMPLE) + "#");
 }
 #endif
 

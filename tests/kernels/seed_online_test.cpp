@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "harness/rng.h"
+#include "harness/case/rng.h"
 #include "kernels/cpu/dense.h"
 
 namespace afz::cpu {

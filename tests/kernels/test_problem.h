@@ -4,7 +4,7 @@
 // hold NaN (a kernel that reads them turns NaN); outputs start as poison so
 // unwritten elements are recognisable.  Also a direct softmax in double over
 // the same rounded inputs, the yardstick for the emulating kernels.
-// (Written before harness/materialize.cpp existed; it deliberately needs no
+// (Written before harness/case/materialize.cpp existed; it deliberately needs no
 // Case.)
 #pragma once
 #include <cmath>
@@ -13,9 +13,9 @@
 #include <limits>
 #include <vector>
 
-#include "attnfuzz_kernel.h"
-#include "harness/dtype.h"
-#include "harness/rng.h"
+#include "harness/case/rng.h"
+#include "kernels/abi/attnfuzz_kernel.h"
+#include "kernels/abi/dtype.h"
 
 namespace afz::testing {
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "dtype.h"
-#include "oracle.h"
-#include "oracle_test_util.h"
-#include "problem_builder.h"
-#include "rng.h"
+#include "harness/case/rng.h"
+#include "kernels/abi/dtype.h"
+#include "oracles/oracle.h"
+#include "tests/oracles/oracle_test_util.h"
+#include "tests/oracles/problem_builder.h"
 
 namespace afz::test {
 namespace {

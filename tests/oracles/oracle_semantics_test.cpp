@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "oracle.h"
-#include "oracle_test_util.h"
-#include "problem_builder.h"
+#include "oracles/oracle.h"
+#include "tests/oracles/oracle_test_util.h"
+#include "tests/oracles/problem_builder.h"
 
 namespace afz::test {
 namespace {

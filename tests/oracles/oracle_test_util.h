@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "oracle.h"
-#include "problem_builder.h"
+#include "oracles/oracle.h"
+#include "tests/oracles/problem_builder.h"
 
 namespace afz::test {
 

@@ -14,9 +14,9 @@
 #include <limits>
 #include <vector>
 
-#include "attnfuzz_kernel.h"
-#include "dtype.h"
-#include "rng.h"
+#include "harness/case/rng.h"
+#include "kernels/abi/attnfuzz_kernel.h"
+#include "kernels/abi/dtype.h"
 
 namespace afz::test {
 

@@ -1,0 +1,745 @@
+#include "harness/campaign/audit.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fmt/format.h>
+#include <map>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <tuple>
+
+#include "harness/campaign/corpus.h"
+#include "harness/case/case_file.h"
+#include "harness/judge/signature.h"
+#include "kernels/abi/dtype.h"
+
+namespace afz {
+namespace {
+
+// ------------------------------------------------------------ the axes --
+
+constexpr afz_dtype kAuditDtypes[] = {AFZ_F32, AFZ_F16, AFZ_BF16};
+// Head dims of real models, smallest to largest a FlashAttention kernel takes.
+constexpr int kRepresentativeHeadDims[] = {8, 64, 128, 256};
+// One size off the usual grid: the first one a kernel claims (33 needs a
+// head_dim_multiple of 1; 72 and 96 are multiples of 8 that are not powers of 2).
+constexpr int kOddHeadDims[] = {33, 72, 96};
+
+struct MaskDef {
+  MaskKind kind;
+  const char* label;
+};
+constexpr MaskDef kMasks[] = {
+    {MaskKind::None, "nomask"},          {MaskKind::CausalTopLeft, "causal_tl"},
+    {MaskKind::CausalBottomRight, "causal_br"}, {MaskKind::Window, "window"},
+    {MaskKind::Bool, "bool"},            {MaskKind::AddNegInf, "add_-inf"},
+    {MaskKind::AddLowest, "add_lowest"}, {MaskKind::AddLarge, "add_-1e4"},
+};
+
+struct LayoutDef {
+  LayoutKind kind;
+  const char* label;
+};
+constexpr LayoutDef kLayouts[] = {
+    {LayoutKind::Bhsd, "bhsd"},        {LayoutKind::Bshd, "bshd"},          {LayoutKind::PackedQkv, "packed_qkv"},
+    {LayoutKind::RowGaps, "row_gap3"}, {LayoutKind::KvBroadcast, "kv_stride0"},
+};
+
+// Forced feature values.
+// Two KV heads, so a kernel that maps query head h to h % heads_kv instead
+// of h / group reads the wrong head; two query heads per KV head.
+constexpr int kKvHeads = 2, kGqaGroup = 2;
+// A window that cuts both sides of the diagonal (where the class has none).
+constexpr int kWindowLeft = 48, kWindowRight = 16;
+// The large finite negative of additive masks (HF-style -1e4: exp underflows
+// in fp32 only after the max subtraction).
+constexpr double kLargeNegative = -1e4;
+// An odd row gap: rows start unaligned.
+constexpr int kRowGap = 3;
+// Varlen rows: at most this many of the class's sequences are kept.
+constexpr int kMaxVarlenSequences = 4;
+// Queries of the varlen row's last sequence, which has no keys at all
+// (its rows are fully masked: the conventions are exercised).
+constexpr int kEmptySequenceQueries = 5;
+// Keys cut from the second sequence: its last key block is a partial one.
+constexpr int kSecondSequenceCut = 17;
+
+// Boolean patterns for classes that bring none: fully masked rows, masked
+// key columns, a band, a random half (chosen by the case's own seed).
+const MaskPattern kFallbackPatterns[] = {
+    {"rows_every", {3, 1}}, {"cols_every", {5, 2}}, {"band", {-20, 4}}, {"random", {500}}};
+
+// Multiply-adds per sweep case (case_work): keeps one kernel's sweep of
+// ~20,000 cases within a couple of minutes on two cores.  The flat class's
+// point is a long row, so it gets more, spent on keys.
+constexpr int64_t kSweepWorkBudget = int64_t{1} << 18;
+constexpr int64_t kLongRowWorkBudget = int64_t{1} << 20;
+constexpr const char* kLongRowClass = "flat";
+// Shrinking keeps at least this many keys as long as it can: two blocks of
+// 64 and one more key, so late maxima still cross a block boundary.
+constexpr int kKeysKept = 129;
+constexpr int kQueriesKept = 8;
+
+// Seed streams: the sweep's and the fuzz phase's cases never coincide with
+// a plain campaign's of the same seed.
+constexpr uint64_t kSweepSeedSalt = 0xa0d17'5eed'0001ull;
+constexpr uint64_t kFuzzSeedSalt = 0xa0d17'5eed'0002ull;
+// The fuzz phase's focus: classes with a failing sweep cell weigh this much more.
+constexpr int kFocusWeightFactor = 4;
+// Candidate cases per cell for one in the row's dtype: a class draws each
+// dtype with probability at least 1/5, so 64 tries all miss with
+// probability below 1e-6.
+constexpr uint64_t kDtypeAttempts = 64;
+// The fuzz phase gets at least this share of --time, even when the sweep
+// took longer than the whole budget: an audit always fuzzes a little.
+constexpr double kMinFuzzShare = 0.25;
+// Below this the fuzz phase is not worth starting.
+constexpr double kMinFuzzSeconds = 1.0;
+// Minimizations per kernel x verdict class x generator class; failing
+// cells past them keep their case as generated as the repro.
+constexpr int kMaxMinimizedPerColumn = 8;
+// Sweep cases computed ahead of the consumer, per worker.
+constexpr int kChunkPerJob = 8;
+
+constexpr const char* kFuzzRow = "fuzz phase (random features)";
+
+bool claims_head_dim(const afz_caps& c, int d) {
+  const int multiple = std::max(1, c.head_dim_multiple);
+  return d >= c.min_head_dim && d <= c.max_head_dim && d % multiple == 0;
+}
+
+struct Stopwatch {
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+};
+
+void set_window(Case& c, int left, int right, afz_align align) {
+  c.has_window = true;
+  c.window_left = left;
+  c.window_right = right;
+  c.align = align;
+}
+
+void halve(std::vector<int32_t>& lengths) {
+  for (int32_t& n : lengths) n = (n + 1) / 2;  // 0 stays 0, 1 stays 1
+}
+
+// Shrinks sequence lengths only (every forced feature stays): queries to
+// a few, keys to two blocks and one, then queries to one, keys to one.
+void shrink_to(Case& c, int64_t budget) {
+  while (case_work(c) > budget) {
+    if (c.max_seqlen_q() > kQueriesKept) halve(c.seqlens_q);
+    else if (c.max_seqlen_k() > kKeysKept) halve(c.seqlens_k);
+    else if (c.max_seqlen_q() > 1) halve(c.seqlens_q);
+    else if (c.max_seqlen_k() > 1) halve(c.seqlens_k);
+    else return;
+  }
+}
+
+void force_mask(Case& c, MaskKind kind) {
+  const bool class_window = c.has_window && !(c.window_left < 0 && c.window_right == 0);
+  const int left = c.window_left, right = c.window_right;
+  const afz_align align = c.align;
+  const MaskPattern pattern = c.add_mask   ? c.add_mask->pattern
+                              : c.bool_mask ? *c.bool_mask
+                                            : kFallbackPatterns[c.seed % std::size(kFallbackPatterns)];
+  c.has_window = false;
+  c.window_left = c.window_right = -1;
+  c.align = AFZ_ALIGN_BOTTOM_RIGHT;  // the format's value when no window is set
+  c.bool_mask.reset();
+  c.add_mask.reset();
+  switch (kind) {
+    case MaskKind::None: break;
+    case MaskKind::CausalTopLeft: set_window(c, -1, 0, AFZ_ALIGN_TOP_LEFT); break;
+    case MaskKind::CausalBottomRight: set_window(c, -1, 0, AFZ_ALIGN_BOTTOM_RIGHT); break;
+    case MaskKind::Window:
+      if (class_window) set_window(c, left, right, align);
+      else set_window(c, kWindowLeft, kWindowRight, align);
+      break;
+    case MaskKind::Bool: c.bool_mask = pattern; break;
+    case MaskKind::AddNegInf: c.add_mask = AddMask{pattern, AddValueKind::NegInf, 0}; break;
+    case MaskKind::AddLowest: c.add_mask = AddMask{pattern, AddValueKind::Lowest, 0}; break;
+    case MaskKind::AddLarge: c.add_mask = AddMask{pattern, AddValueKind::Number, kLargeNegative}; break;
+  }
+}
+
+void force_sequences(Case& c, bool varlen) {
+  auto at_least_one = [](int32_t n) { return std::max<int32_t>(n, 1); };
+  if (!varlen) {
+    // One sequence whose lengths are the extents: nothing for a kernel
+    // without varlen support to decline.
+    c.batch = 1;
+    c.seqlens_q = {at_least_one(c.seqlens_q[0])};
+    c.seqlens_k = {at_least_one(c.seqlens_k[0])};
+    return;
+  }
+  bool differ = false;
+  for (int b = 1; b < c.batch; ++b) differ |= c.seqlens_q[b] != c.seqlens_q[0] || c.seqlens_k[b] != c.seqlens_k[0];
+  if (c.batch >= 2 && differ) {  // the class's own varlen batch
+    c.batch = std::min(c.batch, kMaxVarlenSequences);
+    c.seqlens_q.resize(size_t(c.batch));
+    c.seqlens_k.resize(size_t(c.batch));
+    return;
+  }
+  // The class's sequence, one with a partial last key block, one without keys.
+  const int32_t sq = at_least_one(c.seqlens_q[0]), sk = at_least_one(c.seqlens_k[0]);
+  c.batch = 3;
+  c.seqlens_q = {sq, at_least_one(sq / 2 + 1), std::min<int32_t>(sq, kEmptySequenceQueries)};
+  c.seqlens_k = {sk, at_least_one(sk - kSecondSequenceCut), 0};
+}
+
+void force_layout(Case& c, LayoutKind kind) {
+  c.layout = Layout::BHSD;
+  c.row_gap = 0;
+  c.kv_broadcast = KvBroadcast::None;
+  switch (kind) {
+    case LayoutKind::Bhsd: break;
+    case LayoutKind::Bshd: c.layout = Layout::BSHD; break;
+    case LayoutKind::PackedQkv: c.layout = Layout::PackedQKV; break;
+    case LayoutKind::RowGaps: c.row_gap = kRowGap; break;
+    case LayoutKind::KvBroadcast: c.kv_broadcast = KvBroadcast::Heads; break;
+  }
+}
+
+int verdict_rank(VerdictClass v) { return int(v); }
+
+}  // namespace
+
+// ------------------------------------------------------- rows and cases --
+
+std::string AuditRow::name() const {
+  const char* mask_label = "?";
+  for (const MaskDef& m : kMasks)
+    if (m.kind == mask) mask_label = m.label;
+  const char* layout_label = "?";
+  for (const LayoutDef& l : kLayouts)
+    if (l.kind == layout) layout_label = l.label;
+  return fmt::format("{} d{} {} {} {} {}", dtype_name(dtype), head_dim, mask_label, gqa ? "gqa" : "mha",
+                     varlen ? "varlen" : "fixed", layout_label);
+}
+
+std::vector<AuditRow> audit_rows(const std::vector<const afz_kernel*>& kernels) {
+  auto any_claims = [&](auto&& pred) {
+    for (const afz_kernel* k : kernels)
+      if (pred(k->caps)) return true;
+    return false;
+  };
+  std::vector<afz_dtype> dtypes;
+  for (afz_dtype t : kAuditDtypes)
+    if (any_claims([&](const afz_caps& c) { return (c.in_dtypes & (1u << t)) && (c.out_dtypes & (1u << t)); }))
+      dtypes.push_back(t);
+  std::vector<int> dims;
+  for (int d : kRepresentativeHeadDims)
+    if (any_claims([&](const afz_caps& c) { return claims_head_dim(c, d); })) dims.push_back(d);
+  for (int d : kOddHeadDims)
+    if (any_claims([&](const afz_caps& c) { return claims_head_dim(c, d); })) {
+      dims.push_back(d);
+      break;
+    }
+  std::vector<AuditRow> rows;
+  for (afz_dtype t : dtypes)
+    for (int d : dims)
+      for (const MaskDef& m : kMasks)
+        for (bool gqa : {false, true})
+          for (bool varlen : {false, true})
+            for (const LayoutDef& l : kLayouts) rows.push_back({t, d, m.kind, gqa, varlen, l.kind});
+  return rows;
+}
+
+Case force_features(Case c, const AuditRow& row) {
+  c.in_dtype = c.out_dtype = row.dtype;
+  c.head_dim = c.head_dim_v = row.head_dim;
+  force_mask(c, row.mask);
+  c.heads_kv = kKvHeads;
+  c.heads_q = row.gqa ? kKvHeads * kGqaGroup : kKvHeads;
+  force_sequences(c, row.varlen);
+  force_layout(c, row.layout);
+  return c;
+}
+
+Case audit_cell_case(uint64_t seed, size_t row_index, const AuditRow& row, const GeneratorDef& gen, int n,
+                     int cases_per_cell) {
+  const uint64_t index = uint64_t(row_index) * uint64_t(cases_per_cell) + uint64_t(n);
+  // Generators choose values for their input dtype (the largest finite
+  // value only in fp16; planted scores within the dtype's range): take the
+  // first of the cell's candidate cases generated in the row's dtype, so
+  // forcing the dtype never breaks what the class made sure of.
+  Case generated;
+  for (uint64_t attempt = 0; attempt < kDtypeAttempts; ++attempt) {
+    generated = generate_with(gen, seed ^ kSweepSeedSalt, index * kDtypeAttempts + attempt);
+    if (generated.in_dtype == row.dtype) break;
+  }
+  const bool dtype_matches = generated.in_dtype == row.dtype;
+  // Planted scores were sized for the generated scale (1/sqrt(head_dim)):
+  // the case keeps that scale explicitly when the head dim changes.
+  if (!generated.scale && !generated.transforms.empty() && generated.head_dim != row.head_dim)
+    generated.scale = double(generated.effective_scale());
+  Case c = force_features(std::move(generated), row);
+  // No candidate in the row's dtype (never seen with the built-in classes):
+  // a transform sized for another dtype is dropped rather than overflow the inputs.
+  if (!dtype_matches) c.transforms.clear();
+  shrink_to(c, std::string_view(gen.name) == kLongRowClass ? kLongRowWorkBudget : kSweepWorkBudget);
+  return c;
+}
+
+std::vector<std::string> convention_differences(const std::vector<const afz_kernel*>& kernels) {
+  std::vector<std::string> out;
+  auto compare = [&](const char* what, auto value_of) {
+    std::map<std::string, std::vector<std::string>> by_value;
+    for (const afz_kernel* k : kernels) by_value[value_of(*k)].push_back(k->name);
+    if (by_value.size() < 2) return;
+    std::string line = std::string(what) + ":";
+    bool first = true;
+    for (const auto& [value, names] : by_value) {
+      line += (first ? " " : "; ") + value + " (";
+      for (size_t i = 0; i < names.size(); ++i) line += (i ? ", " : "") + names[i];
+      line += ")";
+      first = false;
+    }
+    out.push_back(line);
+  };
+  compare("masked row output", [](const afz_kernel& k) { return masked_row_name(k.conventions.masked_row_output); });
+  compare("LSE of an empty row", [](const afz_kernel& k) { return empty_lse_name(k.conventions.empty_lse); });
+  compare("causal alignments", [](const afz_kernel& k) {
+    const bool tl = k.caps.flags & AFZ_CAP_CAUSAL_TOP_LEFT, br = k.caps.flags & AFZ_CAP_CAUSAL_BOTTOM_RIGHT;
+    return std::string(tl && br ? "top-left and bottom-right" : tl ? "top-left only" : br ? "bottom-right only" : "none");
+  });
+  return out;
+}
+
+// ------------------------------------------------------------ the audit --
+
+namespace {
+
+// One sweep case through every kernel.
+struct SweepWork {
+  Case c;
+  std::vector<CaseOutcome> outcomes;  // per kernel
+  double generate_s = 0, oracle_s = 0;
+  std::string error;
+};
+
+class Audit {
+ public:
+  Audit(const AuditOptions& o, const Runner& runner) : o_(o), runner_(runner) {
+    if (o.kernels.empty()) throw std::runtime_error("audit: no kernels to audit");
+    if (o.cases_per_cell < 1) throw std::runtime_error("audit: --cases-per-cell must be at least 1");
+    if (o.shards < 1 || o.shard < 0 || o.shard >= o.shards)
+      throw std::runtime_error(fmt::format("audit: shard {} of {} does not exist", o.shard, o.shards));
+    if (!o.corpus_dir.empty()) {
+      std::string error;
+      corpus_ = Corpus::open(o.corpus_dir, &error);
+      if (!corpus_) throw std::runtime_error(error);
+      for (const std::string& e : corpus_->load_errors()) report_.errors.push_back("corpus: " + e);
+      for (std::string& sig : corpus_->signatures()) known_at_start_.insert(std::move(sig));
+    }
+    for (const CampaignKernel& k : o.kernels) kernels_.push_back(k.kernel);
+    rows_ = audit_rows(kernels_);
+    for (const GeneratorDef& g : generator_table()) classes_.push_back(&g);
+    const std::vector<std::string> notes = convention_differences(kernels_);
+    for (const afz_kernel* k : kernels_) {
+      ReportAudit a;
+      a.kernel = k->name;
+      for (const AuditRow& r : rows_) a.rows.push_back(r.name());
+      for (const GeneratorDef* g : classes_) a.columns.push_back(g->name);
+      a.notes = notes;
+      report_.audits.push_back(std::move(a));
+      for (const GeneratorDef* g : classes_) report_.cells.push_back({k->name, g->name, 0, {}});
+    }
+    class_cases_.assign(classes_.size(), 0);
+    kernel_s_.assign(kernels_.size(), 0);
+  }
+
+  Report run();
+
+ private:
+  SweepWork compute(int64_t cell, int n) const;
+  void consume(int64_t cell, int n, SweepWork& w);
+  std::string failure(size_t k, const SweepWork& w, VerdictClass cls, int64_t cell, int n);
+  void fuzz_phase(double seconds);
+  std::string repro_command(size_t k, const std::string& path) const;
+  std::optional<CaseOutcome> run_one(const afz_kernel& k, const Case& c) const;
+  Report finish(const std::string& stop_reason);
+
+  const AuditOptions& o_;
+  const Runner& runner_;
+  Stopwatch clock_;
+  std::string started_utc_ = utc_now();
+  Report report_;
+  std::optional<Corpus> corpus_;
+  std::set<std::string> known_at_start_;
+  std::vector<const afz_kernel*> kernels_;
+  std::vector<AuditRow> rows_;
+  std::vector<const GeneratorDef*> classes_;
+  std::map<std::string, std::string> raw_to_signature_;
+  std::map<std::string, size_t> by_signature_;
+  std::vector<int64_t> class_cases_;
+  std::vector<double> kernel_s_;
+  std::set<std::string> failing_classes_;
+  std::map<std::tuple<size_t, VerdictClass, size_t>, int> minimized_;  // kernel, verdict, class
+  int64_t sweep_cases_ = 0, fuzz_cases_ = 0;
+};
+
+std::optional<CaseOutcome> Audit::run_one(const afz_kernel& k, const Case& c) const {
+  try {
+    Materialized m(c);
+    return runner_.run(k, m);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string Audit::repro_command(size_t k, const std::string& path) const {
+  return repro_command_line(o_.kernels[k].origin, runner_.options(), path);
+}
+
+SweepWork Audit::compute(int64_t cell, int n) const {
+  const size_t r = size_t(cell) / classes_.size(), g = size_t(cell) % classes_.size();
+  SweepWork w;
+  w.outcomes.resize(kernels_.size());
+  Stopwatch generate;
+  w.c = audit_cell_case(o_.seed, r, rows_[r], *classes_[g], n, o_.cases_per_cell);
+  try {
+    auto inputs = std::make_unique<Materialized>(w.c);
+    w.generate_s = generate.seconds();
+    // Capabilities first: a cell no kernel takes costs no oracle time.
+    std::vector<std::string> declined(kernels_.size());
+    bool any = false;
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      declined[k] = unsupported_reason(*kernels_[k], inputs->problem());
+      any |= declined[k].empty();
+    }
+    OracleResult reference;
+    if (any) {
+      Stopwatch oracle;
+      reference = runner_.reference(*inputs);
+      w.oracle_s = oracle.seconds();
+    }
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      if (!declined[k].empty()) {
+        w.outcomes[k].verdict.cls = VerdictClass::Unsupported;
+        w.outcomes[k].verdict.detail = declined[k];
+        continue;
+      }
+      w.outcomes[k] = runner_.run(*kernels_[k], *inputs, &reference);
+    }
+  } catch (const std::exception& e) {
+    w.error = e.what();
+  }
+  return w;
+}
+
+// A failing sweep case: its signature, minimized and saved the first time
+// its raw signature is met (as the campaign does).
+std::string Audit::failure(size_t k, const SweepWork& w, VerdictClass cls, int64_t cell, int n) {
+  const afz_kernel& kernel = *kernels_[k];
+  const std::string raw = signature_of(kernel.name, cls, w.c).text();
+  if (auto it = raw_to_signature_.find(raw); it != raw_to_signature_.end()) {
+    report_.count_raw_occurrence(raw);
+    ++report_.failures[by_signature_[it->second]].occurrences;
+    return it->second;
+  }
+  const size_t r = size_t(cell) / classes_.size(), g = size_t(cell) % classes_.size();
+  ReportFailure f;
+  f.kernel = kernel.name;
+  f.verdict = cls;
+  f.raw_signature = raw;
+  f.generator = classes_[g]->name;
+  f.seed = o_.seed;
+  f.case_index = cell * o_.cases_per_cell + n;
+  f.occurrences = 1;
+
+  CaseOutcome last = w.outcomes[k];
+  auto still_fails = [&](const Case& cand) {
+    std::optional<CaseOutcome> out = run_one(kernel, cand);
+    if (!out || out->verdict.cls != cls) return false;
+    last = *out;
+    return true;
+  };
+  // A badly broken kernel fails thousands of cells with as many raw
+  // signatures: past kMaxMinimizedPerColumn minimizations per kernel x
+  // verdict x class, a cell's repro is its case as generated (already
+  // small: the sweep's work budget).
+  Stopwatch minimize_time;
+  MinimizeResult mr;
+  if (minimized_[{k, cls, g}]++ < kMaxMinimizedPerColumn) {
+    mr = minimize_case(w.c, still_fails, o_.minimize_options);
+  } else {
+    mr.best = w.c;
+    mr.from = mr.to = case_size(w.c);
+  }
+  report_.timing.minimize_s += minimize_time.seconds();
+  Case best = mr.best;
+  best.kernel = kernel.name;
+  f.signature = signature_of(kernel.name, cls, best).text();
+  f.detail = last.verdict.detail;
+  f.worst = last.verdict.worst;
+  f.minimize = {mr.from.elements, mr.to.elements, mr.runs, mr.seconds, mr.exhausted};
+  f.status = known_at_start_.count(f.signature) ? "known" : "new";
+  best.provenance = {
+      "found by attnfuzz " + std::string(kAttnfuzzVersion) + " audit on " + utc_now(),
+      "kernel " + f.kernel,
+      fmt::format("audit seed {} cell {} x {} case {}", o_.seed, rows_[r].name(), f.generator, n),
+  };
+  for (const std::string& line : failure_provenance(f, ""))
+    if (line.starts_with("verdict ") || line.starts_with("worst ") || line.starts_with("minimized "))
+      best.provenance.push_back(line);
+  if (corpus_) {
+    std::string path, error;
+    const std::optional<Corpus::Saved> saved = corpus_->save(best, f.signature, raw, &path, &error);
+    if (!saved) throw std::runtime_error(error);
+    const CorpusEntry& e = *corpus_->find(f.signature);
+    if (*saved == Corpus::Saved::Smaller && f.status == "known") f.status = "smaller";
+    f.case_file = path;
+    f.repro = repro_command(k, path);
+    f.case_text = write_case(e.c);
+  } else {
+    f.case_text = write_case(best);
+  }
+  report_.note_raw_failure(f);
+  raw_to_signature_[raw] = f.signature;
+  if (auto it = by_signature_.find(f.signature); it != by_signature_.end()) {
+    ++report_.failures[it->second].occurrences;
+    return f.signature;
+  }
+  by_signature_[f.signature] = report_.failures.size();
+  report_.failures.push_back(f);
+  if (o_.on_failure) o_.on_failure(f);
+  return f.signature;
+}
+
+void Audit::consume(int64_t cell, int n, SweepWork& w) {
+  const size_t r = size_t(cell) / classes_.size(), g = size_t(cell) % classes_.size();
+  ++sweep_cases_;
+  ++class_cases_[g];
+  report_.timing.generate_s += w.generate_s;
+  report_.timing.oracle_s += w.oracle_s;
+  const std::string row = rows_[r].name(), column = classes_[g]->name;
+  if (!w.error.empty()) {
+    report_.errors.push_back(fmt::format("audit cell {} x {} case {}: {}", row, column, n, w.error));
+    return;
+  }
+  bool failing_case = false;
+  ReportCase record{cell * o_.cases_per_cell + n, column, {}};
+  for (size_t k = 0; k < kernels_.size(); ++k) {
+    const CaseOutcome& out = w.outcomes[k];
+    const VerdictClass cls = out.verdict.cls;
+    record.verdicts.push_back(cls);
+    ReportCell& counts = report_.cells[k * classes_.size() + g];
+    ++counts.cases;
+    ++counts.by_verdict[size_t(cls)];
+    report_.timing.kernel_s += out.timing.kernel;
+    report_.timing.judge_s += out.timing.judge;
+    kernel_s_[k] += out.timing.kernel;
+    if (cls != VerdictClass::Unsupported) report_.add_error_stats(kernels_[k]->name, out.verdict);
+
+    // The matrix cell: created by its first case, then the most severe verdict wins.
+    std::vector<ReportAuditCell>& cells = report_.audits[k].cells;
+    if (cells.empty() || cells.back().row != row || cells.back().column != column)
+      cells.push_back({row, column, "unsupported", VerdictClass::Unsupported, 0, ""});
+    ReportAuditCell& m = cells.back();
+    ++m.cases;
+    if (cls == VerdictClass::Unsupported) continue;
+    if (!is_failure(cls)) {
+      if (m.status == "unsupported") {
+        m.status = "pass";
+        m.verdict = VerdictClass::Pass;
+      }
+      continue;
+    }
+    failing_classes_.insert(column);
+    failing_case = true;
+    const std::string signature = failure(k, w, cls, cell, n);
+    if (m.status != "fail" || verdict_rank(cls) > verdict_rank(m.verdict)) {
+      m.status = "fail";
+      m.verdict = cls;
+      m.signature = signature;
+    }
+  }
+  // Only the failing sweep cases are recorded: all 20,000 would double the
+  // report, and the matrix and counts already hold the passes.
+  if (failing_case) report_.cases.push_back(std::move(record));
+}
+
+// The campaign driver for the time the sweep left, weighted towards the
+// classes that failed in the sweep; its results join the report.
+void Audit::fuzz_phase(double seconds) {
+  CampaignOptions c;
+  c.kernels = o_.kernels;
+  c.seed = (o_.seed ^ kFuzzSeedSalt) + uint64_t(o_.shard);  // shards fuzz different cases
+  c.time_s = seconds;
+  c.jobs = o_.jobs;
+  std::string spec;
+  for (const GeneratorDef* g : classes_) {
+    const int weight = g->default_weight * (failing_classes_.count(g->name) ? kFocusWeightFactor : 1);
+    spec += (spec.empty() ? "" : ",") + fmt::format("{}={}", g->name, weight);
+  }
+  std::string error;
+  c.mix = *GeneratorMix::parse(spec, &error);
+  c.corpus_dir = o_.corpus_dir;
+  c.minimize_options = o_.minimize_options;
+  c.keep_case_records = false;
+  c.command = o_.command;
+  c.on_progress = o_.on_fuzz_progress;
+  c.on_failure = o_.on_failure;
+  const Report fz = run_campaign(c, runner_);
+  fuzz_cases_ = fz.run.cases;
+  report_.run.classes = fz.run.classes;
+
+  for (const ReportCell& cell : fz.cells) {
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      if (cell.kernel != kernels_[k]->name) continue;
+      for (size_t g = 0; g < classes_.size(); ++g) {
+        if (cell.generator != classes_[g]->name) continue;
+        ReportCell& counts = report_.cells[k * classes_.size() + g];
+        counts.cases += cell.cases;
+        for (size_t v = 0; v < counts.by_verdict.size(); ++v) counts.by_verdict[v] += cell.by_verdict[v];
+        class_cases_[g] += cell.cases;
+        // The matrix's fuzz row: one cell per class.
+        ReportAuditCell m{kFuzzRow, cell.generator, "unsupported", VerdictClass::Unsupported, cell.cases, ""};
+        if (cell.cases > cell.count(VerdictClass::Unsupported)) m.status = "pass", m.verdict = VerdictClass::Pass;
+        for (int v = kVerdictClassCount - 1; v >= 0; --v)
+          if (is_failure(VerdictClass(v)) && cell.by_verdict[size_t(v)] > 0) {
+            m.status = "fail";
+            m.verdict = VerdictClass(v);
+            for (const ReportFailure& f : fz.failures)
+              if (f.kernel == cell.kernel && f.verdict == m.verdict && f.generator == cell.generator) {
+                m.signature = f.signature;
+                break;
+              }
+            break;
+          }
+        report_.audits[k].cells.push_back(m);
+      }
+    }
+  }
+  for (ReportAudit& a : report_.audits) a.rows.push_back(kFuzzRow);
+  for (const ReportFailure& f : fz.raw_failures) report_.raw_failures.push_back(f);
+  for (const ReportFailure& f : fz.failures) {
+    if (auto it = by_signature_.find(f.signature); it != by_signature_.end()) {
+      report_.failures[it->second].occurrences += f.occurrences;
+      continue;
+    }
+    by_signature_[f.signature] = report_.failures.size();
+    report_.failures.push_back(f);
+  }
+  for (const ReportErrorStats& e : fz.error_stats) {
+    auto it = std::lower_bound(report_.error_stats.begin(), report_.error_stats.end(), e,
+                               [](const ReportErrorStats& a, const ReportErrorStats& b) {
+                                 return std::tie(a.kernel, a.series) < std::tie(b.kernel, b.series);
+                               });
+    if (it == report_.error_stats.end() || it->kernel != e.kernel || it->series != e.series)
+      it = report_.error_stats.insert(it, ReportErrorStats{e.kernel, e.series, {}});
+    it->stats.merge(e.stats);
+  }
+  for (const std::string& e : fz.errors) report_.errors.push_back("fuzz phase: " + e);
+  for (size_t k = 0; k < fz.kernels.size() && k < kernel_s_.size(); ++k) kernel_s_[k] += fz.kernels[k].kernel_s;
+  ReportTiming& t = report_.timing;
+  t.generate_s += fz.timing.generate_s;
+  t.oracle_s += fz.timing.oracle_s;
+  t.kernel_s += fz.timing.kernel_s;
+  t.judge_s += fz.timing.judge_s;
+  t.minimize_s += fz.timing.minimize_s;
+}
+
+Report Audit::run() {
+  const int64_t cells = int64_t(rows_.size() * classes_.size());
+  const int64_t begin = cells * o_.shard / o_.shards, end = cells * (o_.shard + 1) / o_.shards;
+  const int jobs = std::max(1, o_.jobs);
+  const int64_t per_cell = o_.cases_per_cell;
+  // Chunks of cases computed in parallel, consumed in order: failures are
+  // minimized on this thread, between chunks, in cell order.
+  const int64_t chunk = int64_t(jobs) * kChunkPerJob;
+  for (int64_t first = begin * per_cell; first < end * per_cell; first += chunk) {
+    const int64_t last = std::min(first + chunk, end * per_cell);
+    std::vector<SweepWork> work(size_t(last - first));
+    std::atomic<int64_t> next{first};
+    auto worker = [&] {
+      for (int64_t i; (i = next.fetch_add(1)) < last;) work[size_t(i - first)] = compute(i / per_cell, int(i % per_cell));
+    };
+    std::vector<std::thread> threads;
+    for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
+    worker();
+    for (std::thread& t : threads) t.join();
+    for (int64_t i = first; i < last; ++i) {
+      consume(i / per_cell, int(i % per_cell), work[size_t(i - first)]);
+      if (o_.on_sweep_progress && i % per_cell == per_cell - 1) o_.on_sweep_progress(i / per_cell - begin + 1, end - begin);
+    }
+  }
+  const double left = std::max(o_.time_s - clock_.seconds(), o_.time_s * kMinFuzzShare);
+  if (left < kMinFuzzSeconds) return finish("cases");
+  fuzz_phase(left);
+  return finish("time");
+}
+
+Report Audit::finish(const std::string& stop_reason) {
+  Report& r = report_;
+  ReportRun& run = r.run;
+  run.kind = "audit";
+  run.command = o_.command;
+  run.seed = o_.seed;
+  run.first_case = 0;
+  run.cases = sweep_cases_ + fuzz_cases_;
+  run.case_limit = -1;
+  run.time_limit_s = o_.time_s;
+  run.stop_reason = stop_reason;
+  run.jobs = o_.jobs;
+  run.oracle = runner_.oracle_name();
+  if (run.classes.empty()) run.classes = GeneratorMix::defaults().describe();
+  run.corpus = o_.corpus_dir;
+  run.wall_s = clock_.seconds();
+  run.started_utc = started_utc_;
+  for (size_t k = 0; k < kernels_.size(); ++k) {
+    const afz_kernel& kernel = *kernels_[k];
+    r.kernels.push_back({kernel.name, o_.kernels[k].origin, kernel.description ? kernel.description : "",
+                         masked_row_name(kernel.conventions.masked_row_output),
+                         empty_lse_name(kernel.conventions.empty_lse), kernel_s_[k]});
+  }
+  for (size_t g = 0; g < classes_.size(); ++g)
+    r.generators.push_back({classes_[g]->name, classes_[g]->default_weight, class_cases_[g]});
+  std::erase_if(r.cells, [](const ReportCell& c) { return c.cases == 0; });
+  r.timing.wall_s = run.wall_s;
+  r.timing.cases_per_second = run.wall_s > 0 ? double(run.cases) / run.wall_s : 0;
+  return std::move(r);
+}
+
+}  // namespace
+
+Report run_audit(const AuditOptions& options, const Runner& runner) {
+  Audit a(options, runner);
+  return a.run();
+}
+
+std::vector<std::string> audit_summary(const Report& r) {
+  std::vector<std::string> out;
+  for (const ReportAudit& a : r.audits) {
+    int64_t pass = 0, fail = 0, unsupported = 0;
+    std::map<std::string, int64_t> by_verdict;
+    std::map<std::string, int64_t> failing_columns;
+    for (const ReportAuditCell& c : a.cells) {
+      if (c.status == "pass") ++pass;
+      else if (c.status == "unsupported") ++unsupported;
+      else {
+        ++fail;
+        ++by_verdict[std::string(verdict_name(c.verdict))];
+        ++failing_columns[c.column];
+      }
+    }
+    out.push_back(fmt::format("{}: {} rows x {} classes: {} cells pass, {} fail, {} unsupported", a.kernel,
+                              a.rows.size(), a.columns.size(), pass, fail, unsupported));
+    if (fail) {
+      std::string verdicts, columns;
+      for (const auto& [v, n] : by_verdict) verdicts += fmt::format("{}{} {}", verdicts.empty() ? "" : ", ", n, v);
+      for (const auto& [c, n] : failing_columns) columns += fmt::format("{}{} {}", columns.empty() ? "" : ", ", c, n);
+      out.push_back("  failing cells by verdict: " + verdicts);
+      out.push_back("  failing cells by class: " + columns);
+    }
+    for (const std::string& note : a.notes) out.push_back("  conventions differ: " + note);
+  }
+  return out;
+}
+
+}  // namespace afz

@@ -1,0 +1,592 @@
+#include "harness/campaign/campaign.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <fmt/format.h>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "harness/campaign/corpus.h"
+#include "harness/case/case_file.h"
+#include "harness/judge/signature.h"
+
+namespace afz {
+namespace {
+
+struct Stopwatch {
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+};
+
+// How far workers may run ahead of the consumer, in cases per worker: deep
+// enough that a slow case (8K keys) does not idle the others, shallow
+// enough that stopping on a time limit wastes little.
+constexpr int kLookaheadPerJob = 4;
+
+// One case through every kernel: the worker's whole job.
+struct CaseWork {
+  int64_t index = 0;
+  const GeneratorDef* generator = nullptr;
+  Case c;
+  std::vector<CaseOutcome> outcomes;  // per kernel
+  double generate_s = 0, oracle_s = 0;
+  std::string error;                  // the case could not be built or judged
+};
+
+CaseWork run_case(const CampaignOptions& o, const Runner& runner, int64_t index) {
+  CaseWork w;
+  w.index = index;
+  Stopwatch generate;
+  GeneratedCase g = generate_case(o.mix, o.seed, uint64_t(index));
+  w.generator = g.generator;
+  w.c = std::move(g.c);
+  w.outcomes.resize(o.kernels.size());
+  try {
+    auto inputs = std::make_unique<Materialized>(w.c);
+    w.generate_s = generate.seconds();
+    // Capabilities first: a case no kernel takes costs no oracle time.
+    std::vector<std::string> declined(o.kernels.size());
+    bool any = false;
+    for (size_t k = 0; k < o.kernels.size(); ++k) {
+      declined[k] = unsupported_reason(*o.kernels[k].kernel, inputs->problem());
+      any |= declined[k].empty();
+    }
+    OracleResult reference;
+    if (any) {
+      Stopwatch oracle;
+      reference = runner.reference(*inputs);  // once, shared by every kernel
+      w.oracle_s = oracle.seconds();
+    }
+    // One set of inputs for every kernel of the case, as the oracle saw
+    // them: the runner re-poisons the outputs before each kernel, and the
+    // inputs are read-only under the ABI.  (Materializing per kernel would
+    // multiply the campaign's largest cost by the number of kernels.)
+    for (size_t k = 0; k < o.kernels.size(); ++k) {
+      if (!declined[k].empty()) {
+        w.outcomes[k].verdict.cls = VerdictClass::Unsupported;
+        w.outcomes[k].verdict.detail = declined[k];
+        continue;
+      }
+      w.outcomes[k] = runner.run(*o.kernels[k].kernel, *inputs, &reference);
+    }
+  } catch (const std::exception& e) {
+    w.error = e.what();
+  }
+  return w;
+}
+
+// The campaign's consumer side: counts, dedupe, minimization, corpus.
+class Campaign {
+ public:
+  Campaign(const CampaignOptions& o, const Runner& runner) : o_(o), runner_(runner) {
+    if (o.kernels.empty()) throw std::runtime_error("fuzz: no kernels to run");
+    if (o.cases < 0 && o.time_s < 0) throw std::runtime_error("fuzz: give a case limit or a time limit");
+    if (!o.corpus_dir.empty()) {
+      std::string error;
+      corpus_ = Corpus::open(o.corpus_dir, &error);
+      if (!corpus_) throw std::runtime_error(error);
+      for (const std::string& e : corpus_->load_errors()) report_.errors.push_back("corpus: " + e);
+      // Everything the corpus holds now is "known": finding it again is no news.
+      for (std::string& sig : corpus_->signatures()) known_at_start_.insert(std::move(sig));
+    }
+    const auto& entries = o.mix.entries();
+    for (size_t g = 0; g < entries.size(); ++g) generator_index_[entries[g].gen] = g;
+    for (const CampaignKernel& k : o.kernels)
+      for (const auto& e : entries) report_.cells.push_back({k.kernel->name, e.gen->name, 0, {}});
+    class_cases_.assign(entries.size(), 0);
+    kernel_s_.assign(o.kernels.size(), 0);
+  }
+
+  Report run();
+
+ private:
+  void consume(CaseWork& w);
+  void failure(const CaseWork& w, size_t k);
+  std::optional<CaseOutcome> run_one(const afz_kernel& k, const Case& c) const;
+  std::string repro_command(size_t k, const std::string& path) const;
+  void add_raw(ReportFailure f, const CaseSize& size);
+  ProgressSnapshot snapshot() const;
+  Report finish(const std::string& stop_reason);
+
+  const CampaignOptions& o_;
+  const Runner& runner_;
+  Stopwatch clock_;
+  std::string started_utc_ = utc_now();
+  Report report_;
+  std::optional<Corpus> corpus_;
+  std::set<std::string> known_at_start_;
+  std::map<const GeneratorDef*, size_t> generator_index_;
+  std::map<std::string, size_t> by_signature_;       // signature -> report_.failures index
+  std::map<std::string, std::string> raw_to_signature_;
+  std::map<std::string, CaseSize> best_size_;          // signature -> size of its kept repro
+  std::vector<int64_t> class_cases_;
+  std::vector<double> kernel_s_;
+  int64_t consumed_ = 0, failing_cases_ = 0, unsupported_ = 0;
+};
+
+std::optional<CaseOutcome> Campaign::run_one(const afz_kernel& k, const Case& c) const {
+  try {
+    Materialized m(c);
+    return runner_.run(k, m);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string Campaign::repro_command(size_t k, const std::string& path) const {
+  return repro_command_line(o_.kernels[k].origin, runner_.options(), path);
+}
+
+// A raw signature met for the first time, as `f` (its minimized or saved
+// repro).  The ledger keeps it; the per-signature failures follow the rule
+// that consolidate_failures applies to merged shards: the first repro of a
+// signature stays unless a later raw signature brings a strictly smaller
+// one, which takes its place, status and occurrences.
+void Campaign::add_raw(ReportFailure f, const CaseSize& size) {
+  report_.note_raw_failure(f);
+  raw_to_signature_[f.raw_signature] = f.signature;
+  auto it = by_signature_.find(f.signature);
+  if (it == by_signature_.end()) {
+    by_signature_[f.signature] = report_.failures.size();
+    best_size_[f.signature] = size;
+    report_.failures.push_back(std::move(f));
+    if (o_.on_failure) o_.on_failure(report_.failures.back());
+    return;
+  }
+  ReportFailure& kept = report_.failures[it->second];
+  ++kept.occurrences;
+  if (size < best_size_[f.signature]) {
+    best_size_[f.signature] = size;
+    f.occurrences = kept.occurrences;
+    f.status = kept.status;
+    kept = std::move(f);
+  }
+}
+
+void Campaign::failure(const CaseWork& w, size_t k) {
+  const afz_kernel& kernel = *o_.kernels[k].kernel;
+  const VerdictClass cls = w.outcomes[k].verdict.cls;
+  const std::string raw = signature_of(kernel.name, cls, w.c).text();
+
+  // Seen in this run: one more occurrence.
+  if (auto it = raw_to_signature_.find(raw); it != raw_to_signature_.end()) {
+    report_.count_raw_occurrence(raw);
+    ++report_.failures[by_signature_[it->second]].occurrences;
+    return;
+  }
+
+  ReportFailure f;
+  f.kernel = kernel.name;
+  f.verdict = cls;
+  f.raw_signature = raw;
+  f.generator = w.generator->name;
+  f.seed = o_.seed;
+  f.case_index = w.index;
+  f.occurrences = 1;
+
+  // Saved by an earlier run (resume): confirm that its repro still fails
+  // the same way, and take it without minimizing again.
+  if (corpus_) {
+    if (const CorpusEntry* e = corpus_->find_seen(raw)) {
+      if (auto again = run_one(kernel, e->c); again && again->verdict.cls == cls) {
+        f.signature = e->signature;
+        f.status = known_at_start_.count(e->signature) ? "known" : "new";
+        f.detail = again->verdict.detail;
+        f.worst = again->verdict.worst;
+        f.case_file = e->path;
+        f.repro = repro_command(k, e->path);
+        f.case_text = write_case(e->c);
+        f.minimize.from_elements = f.minimize.to_elements = e->size.elements;
+        add_raw(std::move(f), e->size);
+        return;
+      }
+    }
+  }
+
+  // New: minimize while the kernel keeps failing with the same verdict.
+  Stopwatch minimize_time;
+  CaseOutcome last = w.outcomes[k];
+  MinimizeResult mr;
+  if (o_.minimize) {
+    auto still_fails = [&](const Case& cand) {
+      std::optional<CaseOutcome> out = run_one(kernel, cand);
+      if (!out || out->verdict.cls != cls) return false;
+      last = *out;  // the verdict of the case minimize keeps
+      return true;
+    };
+    mr = minimize_case(w.c, still_fails, o_.minimize_options);
+  } else {
+    mr.best = w.c;
+    mr.from = mr.to = case_size(w.c);
+  }
+  report_.timing.minimize_s += minimize_time.seconds();
+
+  Case best = mr.best;
+  best.kernel = kernel.name;
+  f.signature = signature_of(kernel.name, cls, best).text();
+  f.detail = last.verdict.detail;
+  f.worst = last.verdict.worst;
+  f.minimize = {mr.from.elements, mr.to.elements, mr.runs, mr.seconds, mr.exhausted};
+  f.status = known_at_start_.count(f.signature) ? "known" : "new";
+  best.provenance = failure_provenance(f, utc_now());
+  CaseSize size = case_size(best);
+  if (corpus_) {
+    std::string path, error;
+    const std::optional<Corpus::Saved> saved = corpus_->save(best, f.signature, raw, &path, &error);
+    if (!saved) throw std::runtime_error(error);
+    const CorpusEntry& e = *corpus_->find(f.signature);
+    if (*saved == Corpus::Saved::Smaller && f.status == "known") f.status = "smaller";
+    if (*saved == Corpus::Saved::KeptExisting) {
+      // The corpus holds a repro no larger: report that one, with its verdict.
+      if (auto again = run_one(kernel, e.c)) {
+        f.detail = again->verdict.detail;
+        f.worst = again->verdict.worst;
+      }
+      size = e.size;
+    }
+    f.case_file = path;
+    f.repro = repro_command(k, path);
+    f.case_text = write_case(e.c);
+  } else {
+    f.case_text = write_case(best);
+  }
+  add_raw(std::move(f), size);
+}
+
+void Campaign::consume(CaseWork& w) {
+  ++consumed_;
+  const size_t g = generator_index_[w.generator];
+  ++class_cases_[g];
+  report_.timing.generate_s += w.generate_s;
+  report_.timing.oracle_s += w.oracle_s;
+  ReportCase rc;
+  rc.index = w.index;
+  rc.generator = w.generator->name;
+  if (!w.error.empty()) {
+    report_.errors.push_back("case " + std::to_string(w.index) + " (" + w.generator->name + "): " + w.error);
+    if (o_.keep_case_records) report_.cases.push_back(std::move(rc));
+    return;
+  }
+  bool failed = false;
+  const size_t classes = o_.mix.entries().size();
+  for (size_t k = 0; k < o_.kernels.size(); ++k) {
+    const CaseOutcome& out = w.outcomes[k];
+    ReportCell& cell = report_.cells[k * classes + g];
+    ++cell.cases;
+    ++cell.by_verdict[size_t(out.verdict.cls)];
+    report_.timing.kernel_s += out.timing.kernel;
+    report_.timing.judge_s += out.timing.judge;
+    kernel_s_[k] += out.timing.kernel;
+    rc.verdicts.push_back(out.verdict.cls);
+    if (out.verdict.cls == VerdictClass::Unsupported) ++unsupported_;
+    else report_.add_error_stats(o_.kernels[k].kernel->name, out.verdict);
+    if (!is_failure(out.verdict.cls)) continue;
+    failed = true;
+    failure(w, k);
+  }
+  failing_cases_ += failed ? 1 : 0;
+  if (o_.keep_case_records) report_.cases.push_back(std::move(rc));
+}
+
+ProgressSnapshot Campaign::snapshot() const {
+  ProgressSnapshot s;
+  s.elapsed_s = clock_.seconds();
+  s.cases = consumed_;
+  s.case_limit = o_.cases;
+  s.time_limit_s = o_.time_s;
+  s.new_failures = report_.new_failures();
+  s.failing_cases = failing_cases_;
+  s.unsupported = unsupported_;
+  const auto& entries = o_.mix.entries();
+  for (size_t g = 0; g < entries.size(); ++g) s.per_class.emplace_back(entries[g].gen->name, class_cases_[g]);
+  return s;
+}
+
+Report Campaign::run() {
+  const int64_t begin = o_.first_case;
+  const int64_t end = o_.cases >= 0 ? begin + o_.cases : INT64_MAX;
+  auto out_of_time = [&] { return o_.time_s >= 0 && clock_.seconds() >= o_.time_s; };
+  auto enough_failures = [&] {
+    return o_.stop_after_failures >= 0 && int64_t(report_.failures.size()) >= o_.stop_after_failures;
+  };
+  std::string stop_reason = "cases";
+
+  if (o_.jobs <= 1) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (out_of_time()) stop_reason = "time";
+      if (enough_failures()) stop_reason = "failures";
+      if (stop_reason != "cases") break;
+      CaseWork w = run_case(o_, runner_, i);
+      consume(w);
+      if (o_.on_progress) o_.on_progress(snapshot());
+    }
+    return finish(stop_reason);
+  }
+
+  // Workers take indices in order and may run ahead of the consumer by a
+  // bounded window; the consumer takes results strictly in index order.
+  std::mutex mu;
+  std::condition_variable ready, room;
+  std::map<int64_t, CaseWork> done;
+  int64_t next = begin, wanted = begin;
+  bool stop = false;
+  const int64_t window = int64_t(o_.jobs) * kLookaheadPerJob;
+  auto worker = [&] {
+    for (;;) {
+      int64_t i;
+      {
+        std::unique_lock lock(mu);
+        room.wait(lock, [&] { return stop || next >= end || next < wanted + window; });
+        if (stop || next >= end) return;
+        i = next++;
+      }
+      CaseWork w = run_case(o_, runner_, i);
+      std::lock_guard lock(mu);
+      done.emplace(i, std::move(w));
+      ready.notify_all();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int j = 0; j < o_.jobs; ++j) threads.emplace_back(worker);
+  auto stop_workers = [&] {
+    {
+      std::lock_guard lock(mu);
+      stop = true;
+    }
+    room.notify_all();
+    for (std::thread& t : threads) t.join();
+  };
+  try {
+    for (int64_t i = begin; i < end; ++i) {
+      if (out_of_time()) stop_reason = "time";
+      if (enough_failures()) stop_reason = "failures";
+      if (stop_reason != "cases") break;
+      CaseWork w;
+      {
+        std::unique_lock lock(mu);
+        ready.wait(lock, [&] { return done.count(i) > 0; });
+        auto node = done.extract(i);
+        w = std::move(node.mapped());
+        wanted = i + 1;
+      }
+      room.notify_all();
+      consume(w);
+      if (o_.on_progress) o_.on_progress(snapshot());
+    }
+  } catch (...) {
+    stop_workers();
+    throw;
+  }
+  stop_workers();
+  return finish(stop_reason);
+}
+
+Report Campaign::finish(const std::string& stop_reason) {
+  Report& r = report_;
+  ReportRun& run = r.run;
+  run.kind = "campaign";
+  run.command = o_.command;
+  run.seed = o_.seed;
+  run.first_case = o_.first_case;
+  run.cases = consumed_;
+  run.case_limit = o_.cases;
+  run.time_limit_s = o_.time_s;
+  run.stop_reason = stop_reason;
+  run.jobs = o_.jobs;
+  run.oracle = runner_.oracle_name();
+  run.classes = o_.mix.describe();
+  run.corpus = o_.corpus_dir;
+  run.wall_s = clock_.seconds();
+  run.started_utc = started_utc_;
+  for (size_t k = 0; k < o_.kernels.size(); ++k) {
+    const afz_kernel& kernel = *o_.kernels[k].kernel;
+    r.kernels.push_back({kernel.name, o_.kernels[k].origin, kernel.description ? kernel.description : "",
+                         masked_row_name(kernel.conventions.masked_row_output),
+                         empty_lse_name(kernel.conventions.empty_lse), kernel_s_[k]});
+  }
+  const auto& entries = o_.mix.entries();
+  for (size_t g = 0; g < entries.size(); ++g)
+    r.generators.push_back({entries[g].gen->name, entries[g].weight, class_cases_[g]});
+  std::erase_if(r.cells, [](const ReportCell& c) { return c.cases == 0; });
+  r.timing.wall_s = run.wall_s;
+  r.timing.cases_per_second = run.wall_s > 0 ? double(consumed_) / run.wall_s : 0;
+  return std::move(r);
+}
+
+}  // namespace
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string masked_row_name(afz_masked_row_output c) { return c == AFZ_MASKED_ROW_NAN ? "nan" : "zero"; }
+
+std::string empty_lse_name(afz_empty_lse c) {
+  switch (c) {
+    case AFZ_EMPTY_LSE_POS_INF: return "+inf";
+    case AFZ_EMPTY_LSE_NAN: return "nan";
+    default: return "-inf";
+  }
+}
+
+std::vector<std::string> failure_provenance(const ReportFailure& f, const std::string& date_utc) {
+  // Provenance entries are one trimmed line each: control characters in a
+  // kernel's message become blanks.
+  auto line = [](std::string s) {
+    for (char& ch : s)
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
+    const size_t a = s.find_first_not_of(' '), b = s.find_last_not_of(' ');
+    return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+  };
+  std::vector<std::string> p;
+  p.push_back(line("found by attnfuzz " + std::string(kAttnfuzzVersion) + " fuzz on " + date_utc));
+  p.push_back(line("kernel " + f.kernel));
+  p.push_back(line("campaign seed " + std::to_string(f.seed) + " case " + std::to_string(f.case_index) + " class " +
+                   f.generator));
+  p.push_back(line("verdict " + std::string(verdict_name(f.verdict)) + (f.detail.empty() ? "" : ": " + f.detail)));
+  if (f.worst.valid) p.push_back(line("worst " + f.worst.format()));
+  p.push_back(line("minimized from " + std::to_string(f.minimize.from_elements) + " to " +
+                   std::to_string(f.minimize.to_elements) + " input elements in " +
+                   std::to_string(f.minimize.runs) + " runs"));
+  return p;
+}
+
+ReplayResult replay_corpus(const ReplayOptions& o, const KernelRegistry& registry, const Runner& runner,
+                           std::FILE* out, std::FILE* err) {
+  auto say = [](std::FILE* f, const std::string& line) {
+    if (f) fmt::print(f, "{}\n", line);
+  };
+  ReplayResult res;
+  Report& r = res.report;
+  r.run.kind = "replay";
+  r.run.command = o.command;
+  r.run.oracle = runner.oracle_name();
+  r.run.started_utc = utc_now();
+  r.run.stop_reason = "corpus";
+  const Stopwatch clock;
+  std::vector<std::string> files;
+  for (const std::string& dir : o.dirs) {
+    std::string error;
+    auto listed = list_case_files(dir, &error);
+    if (!listed) {
+      say(err, error);
+      res.bad_input = true;
+      continue;
+    }
+    files.insert(files.end(), listed->begin(), listed->end());
+    r.run.corpus += (r.run.corpus.empty() ? "" : " ") + dir;
+  }
+  auto slot_of = [&](const CampaignKernel& k) {
+    for (size_t n = 0; n < r.kernels.size(); ++n)
+      if (r.kernels[n].name == k.kernel->name) return n;
+    r.kernels.push_back({k.kernel->name, k.origin, k.kernel->description ? k.kernel->description : "",
+                         masked_row_name(k.kernel->conventions.masked_row_output),
+                         empty_lse_name(k.kernel->conventions.empty_lse), 0});
+    return r.kernels.size() - 1;
+  };
+  for (const CampaignKernel& k : o.kernels) slot_of(k);
+  for (const std::string& file : files) {
+    std::string error;
+    std::optional<Case> c = load_case_file(file, &error);
+    if (!c) {
+      say(err, error);
+      res.bad_input = true;
+      continue;
+    }
+    std::vector<CampaignKernel> kernels = o.kernels;
+    if (kernels.empty()) {
+      for (const KernelEntry& e : registry.entries())
+        if (c->kernel == e.kernel->name) kernels.push_back({e.kernel, e.origin});
+      if (kernels.empty()) {
+        say(err, file + ": field 'kernel': " +
+                     (c->kernel.empty() ? "the file names no kernel" : "unknown kernel '" + c->kernel + "'") +
+                     " (pass --kernel)");
+        res.bad_input = true;
+        continue;
+      }
+    }
+    ++res.files;
+    ReportCase rc;
+    rc.index = int64_t(r.cases.size());
+    rc.generator = "corpus";
+    for (const CampaignKernel& k : kernels) {
+      const size_t slot = slot_of(k);
+      CaseOutcome outcome;
+      try {
+        outcome = runner.run(*k.kernel, *c);
+      } catch (const std::exception& e) {
+        say(err, file + ": " + e.what());
+        res.bad_input = true;
+        continue;
+      }
+      const Verdict& v = outcome.verdict;
+      r.kernels[slot].kernel_s += outcome.timing.kernel;
+      r.timing.generate_s += outcome.timing.generate;
+      r.timing.oracle_s += outcome.timing.oracle;
+      r.timing.kernel_s += outcome.timing.kernel;
+      r.timing.judge_s += outcome.timing.judge;
+      ReportCell& cell = r.cell(k.kernel->name, "corpus");
+      ++cell.cases;
+      ++cell.by_verdict[size_t(v.cls)];
+      rc.verdicts.resize(r.kernels.size(), VerdictClass::Unsupported);
+      rc.verdicts[slot] = v.cls;
+      ++res.runs;
+      res.passed += v.cls == VerdictClass::Pass;
+      res.unsupported += v.cls == VerdictClass::Unsupported;
+      if (v.cls != VerdictClass::Unsupported) r.add_error_stats(k.kernel->name, v);
+      if (o.verbose || is_failure(v.cls))
+        say(out, fmt::format("{}: {}: {}{}", file, k.kernel->name, verdict_name(v.cls),
+                             v.detail.empty() ? "" : " (" + v.detail + ")"));
+      if (!is_failure(v.cls)) continue;
+      ++res.failed;
+      ReportFailure f;
+      f.kernel = k.kernel->name;
+      f.verdict = v.cls;
+      f.signature = provenance_value(*c, kProvSignature);
+      if (f.signature.empty()) f.signature = signature_of(f.kernel, v.cls, *c).text();
+      f.raw_signature = f.signature;
+      f.status = "new";  // a corpus case failing again is a regression
+      f.generator = "corpus";
+      f.occurrences = 1;
+      f.detail = v.detail;
+      f.worst = v.worst;
+      f.case_file = file;
+      f.repro = "attnfuzz repro " + (o.kernels.empty() ? "" : "--kernel " + f.kernel + " ") + file;
+      f.case_text = write_case(*c);
+      if (v.worst.valid) say(out, "  worst " + v.worst.format());
+      say(out, "  repro: " + f.repro);
+      r.failures.push_back(std::move(f));
+    }
+    rc.verdicts.resize(r.kernels.size(), VerdictClass::Unsupported);
+    r.cases.push_back(std::move(rc));
+  }
+  r.run.cases = int64_t(r.cases.size());
+  r.run.wall_s = r.timing.wall_s = clock.seconds();
+  r.timing.cases_per_second = r.run.wall_s > 0 ? double(r.run.cases) / r.run.wall_s : 0;
+  return res;
+}
+
+Report run_campaign(const CampaignOptions& options, const Runner& runner) {
+  Campaign c(options, runner);
+  return c.run();
+}
+
+std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path) {
+  std::string cmd = "attnfuzz";
+  if (!is_builtin_origin(origin)) cmd += " --kernel-lib " + origin;
+  if (run.check_determinism) cmd += " --determinism";
+  if (run.isolate) cmd += " --isolate";
+  return cmd + " repro " + path;
+}
+
+}  // namespace afz

@@ -1,0 +1,97 @@
+// The fuzz campaign: generate cases, run every kernel on each against one
+// shared oracle result, count verdicts per kernel x generator class, and
+// turn each new failure into a minimized repro in the corpus.
+//
+// Determinism: case i is generate_case(mix, seed, i) and nothing else, and
+// results are consumed strictly in index order (workers may run ahead by a
+// bounded window), so the counts, the failures, their minimized cases and
+// the report are the same for any --jobs.  With a case limit the whole run
+// is reproducible; with a time limit, the prefix that ran is.
+//
+// Durability: a new failure is minimized and saved to the corpus (atomic
+// write) before the next case is consumed; reopening the corpus resumes
+// (signatures already saved are recognised and not minimized again).
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness/campaign/minimize.h"
+#include "harness/campaign/progress.h"
+#include "harness/case/generators.h"
+#include "harness/report/report.h"
+#include "harness/run/runner.h"
+#include "kernels/registry.h"
+
+namespace afz {
+
+// The exact command that re-runs a saved failure of a kernel from `origin`
+// (a plugin path is loaded again with --kernel-lib) under `run`'s options.
+std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path);
+
+struct CampaignKernel {
+  const afz_kernel* kernel = nullptr;
+  std::string origin;
+};
+
+struct CampaignOptions {
+  std::vector<CampaignKernel> kernels;
+  uint64_t seed = 1;
+  int64_t first_case = 0;       // shards: [first_case, first_case + cases)
+  int64_t cases = -1;           // -1: until the time limit
+  double time_s = -1;           // -1: until the case limit
+  int jobs = 1;
+  GeneratorMix mix = GeneratorMix::defaults();
+  std::string corpus_dir;       // "": failures are reported, not saved
+  bool minimize = true;
+  MinimizeOptions minimize_options;
+  bool keep_case_records = true;  // per-case verdicts in the report
+  int64_t stop_after_failures = -1;  // stop once this many signatures are recorded (-1: never)
+  std::string command;          // for the report's run info
+
+  // Called from the consuming thread after each case (rate limiting is the
+  // callee's business) and once per failure signature found.
+  std::function<void(const ProgressSnapshot&)> on_progress;
+  std::function<void(const ReportFailure&)> on_failure;
+};
+
+// Runs the campaign.  Throws std::runtime_error with a one-line message
+// for unusable options (no kernels, no limit, an unwritable corpus).
+Report run_campaign(const CampaignOptions& options, const Runner& runner);
+
+// Replay: every case file of corpus folders against the given kernels (or
+// against the kernel each file records, looked up in `registry`): the
+// regression mode for CI.  A corpus case that fails again is reported as a
+// failure with its repro command.
+struct ReplayOptions {
+  std::vector<std::string> dirs;
+  std::vector<CampaignKernel> kernels;  // empty: each file's own kernel
+  bool verbose = false;                 // print passes too, not only failures
+  std::string command;
+};
+
+struct ReplayResult {
+  Report report;
+  int64_t files = 0, runs = 0, passed = 0, unsupported = 0, failed = 0;
+  bool bad_input = false;  // an unreadable folder, a malformed file, an unknown kernel
+  // The CLI's exit code: 2 for bad input, else 1 if anything failed, else 0.
+  int exit_code() const { return bad_input ? 2 : failed ? 1 : 0; }
+};
+
+// Messages go to `out` (verdicts) and `err` (bad input); null silences them.
+ReplayResult replay_corpus(const ReplayOptions& options, const KernelRegistry& registry, const Runner& runner,
+                           std::FILE* out, std::FILE* err);
+
+// The provenance lines of a saved failure.
+std::vector<std::string> failure_provenance(const ReportFailure& f, const std::string& date_utc);
+
+// The current UTC time as ISO 8601 ("2025-01-31T12:00:00Z").
+std::string utc_now();
+
+// Conventions as report strings.
+std::string masked_row_name(afz_masked_row_output c);
+std::string empty_lse_name(afz_empty_lse c);
+
+}  // namespace afz

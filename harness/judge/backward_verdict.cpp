@@ -1,0 +1,181 @@
+#include "harness/judge/backward_verdict.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+#include "kernels/abi/dtype.h"
+
+namespace afz {
+namespace {
+
+constexpr double kMaxRelErr = 0.5;          // e_max beyond this: outside the precision model
+constexpr double kUnderflowOpsPerTerm = 4;  // product, sum, conversion, final scale
+
+double gamma(double n, double u) { return n * u / (1 - n * u); }
+
+}  // namespace
+
+GradBoundModel::GradBoundModel(const afz_precision& prec, afz_dtype in_dtype, afz_dtype o_dtype, const afz_problem& p)
+    : softcap(std::fabs(double(p.softcap))), d(p.head_dim), dim_v(p.head_dim_v) {
+  u_s = unit_roundoff(prec.score_dtype);
+  const afz_dtype p_dtype = prec.p_dtype == AFZ_P_DTYPE_OF_V ? in_dtype : prec.p_dtype;
+  u_p = p_dtype == prec.score_dtype ? 0.0 : unit_roundoff(p_dtype);
+  u_o = unit_roundoff(o_dtype);
+  u_acc = unit_roundoff(prec.acc_dtype);
+  const bool exact_products = in_dtype != AFZ_F32 || prec.score_dtype != AFZ_F32;
+  c_s = gamma(d + (exact_products ? 0 : 1), u_s) + 2 * u_s + (softcap > 0 ? 4 * u_s : 0.0);
+  exp_rel = 2 * double(prec.exp_ulps) * u_s;
+  auto lost = [&](afz_dtype t) { return prec.flush_subnormals ? min_normal(t) : min_subnormal(t) / 2; };
+  eta_s = lost(prec.score_dtype);
+  eta_p = lost(p_dtype);
+  eta_acc = lost(prec.acc_dtype);
+}
+
+double GradBoundModel::slack(const GradResult& r) const {
+  const double e_max = std::expm1(c_s * r.max_sigma + 3 * u_s * (r.max_sigma + r.max_abs_lse)) + exp_rel + u_p;
+  return e_max < kMaxRelErr ? 1 / (1 - e_max) : 0.0;
+}
+
+double GradBoundModel::dq_dk(const GradTerms& t, size_t e, int terms, double slack) const {
+  const double rel = exp_rel + 3 * u_s + u_p + gamma(terms, u_acc);
+  const double score = c_s * (1 + (softcap > 0 ? 2 / softcap : 0.0)) + u_s;
+  const double err = slack * (rel * t.rel[e] + score * t.score[e] + 2 * u_s * t.lse[e] +
+                              (u_o + gamma(dim_v + 1, u_acc)) * t.cancel[e]) +
+                     (eta_s + eta_p) * t.tiny[e] + kUnderflowOpsPerTerm * (terms + 1) * eta_acc;
+  return err + ulp(AFZ_F32, std::fabs(t.value[e].hi) + err);
+}
+
+double GradBoundModel::dv(const GradTerms& t, size_t e, int terms, double slack) const {
+  const double rel = exp_rel + u_p + u_s + gamma(terms, u_acc);
+  const double err = slack * (rel * t.rel[e] + (c_s + u_s) * t.score[e] + 2 * u_s * t.lse[e]) +
+                     (eta_s + eta_p) * t.tiny[e] + kUnderflowOpsPerTerm * (terms + 1) * eta_acc;
+  return err + ulp(AFZ_F32, std::fabs(t.value[e].hi) + err);
+}
+
+namespace {
+
+using Grad = BackwardMaterialized::Grad;
+
+struct Judge {
+  const BackwardMaterialized& m;
+  const GradResult& r;
+  const GradBoundModel& model;
+  double slack;
+  Verdict v;
+
+  void raise(VerdictClass c, const std::string& why) {
+    if (int(c) > int(v.cls)) {
+      v.cls = c;
+      v.detail = why;
+    }
+  }
+
+  // Every element of one gradient; `terms` the number of products summed.
+  template <class Bound>
+  void tensor(Grad g, const char* name, const GradTerms& t, int heads, int dim, const int32_t* lens,
+              bool by_key, Bound bound) {
+    const afz_problem& p = *m.problem().fwd;
+    for (int b = 0; b < p.batch; ++b)
+      for (int h = 0; h < heads; ++h)
+        for (int s = 0; s < lens[b]; ++s) {
+          const int64_t idx = by_key ? r.key(b, h, s) : r.row(b, h, s);
+          const int terms = by_key ? r.key_rows[idx] : r.visible_keys[idx];
+          for (int x = 0; x < dim; ++x) {
+            const size_t e = size_t(idx) * dim + x;
+            const float kv = m.grad_at(g, b, h, s, x);
+            const double ov = t.value[e].hi + t.value[e].lo;
+            ++v.elements;
+            const std::string at = fmt::format("{}[b={} h={} s={} x={}]", name, b, h, s, x);
+            if (bits_of(kv) == kPoisonF32) {
+              ++v.failing;
+              raise(VerdictClass::Unwritten, at + " never written");
+              continue;
+            }
+            if (!std::isfinite(kv)) {
+              ++v.failing;
+              raise(VerdictClass::NanInf, fmt::format("{} = {} where the oracle gives {:a}", at, kv, ov));
+              continue;
+            }
+            const double bnd = bound(t, e, terms), err = std::fabs(double(kv) - ov);
+            const double over = bnd > 0 ? err / bnd : (err > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+            v.max_abs_error = std::max(v.max_abs_error, err);
+            if (over > v.max_over_bound) {
+              v.max_over_bound = over;
+              v.worst = {true, false, b, h, s, x, kv, ov, err, bnd, err / ulp(AFZ_F32, ov), over};
+            }
+            if (err - t.err[e] > bnd) {
+              ++v.failing;
+              raise(VerdictClass::NumericMismatch,
+                    fmt::format("{} = {:a} beyond its bound: oracle {:a}, error {:.3g} = {:.3g} x bound", at, kv, ov,
+                                err, over));
+            }
+          }
+        }
+  }
+
+  void all() {
+    const afz_problem& p = *m.problem().fwd;
+    auto qk = [&](const GradTerms& t, size_t e, int n) { return model.dq_dk(t, e, n, slack); };
+    auto vv = [&](const GradTerms& t, size_t e, int n) { return model.dv(t, e, n, slack); };
+    tensor(Grad::Q, "dq", r.dq, p.heads_q, p.head_dim, p.seqlens_q, false, qk);
+    tensor(Grad::K, "dk", r.dk, p.heads_kv, p.head_dim, p.seqlens_k, true, qk);
+    tensor(Grad::V, "dv", r.dv, p.heads_kv, p.head_dim_v, p.seqlens_k, true, vv);
+    std::string where;
+    if (!m.padding_untouched(&where)) raise(VerdictClass::OutOfBounds, where);
+  }
+};
+
+// Whether some element's verdict depends on the fast tier's own error.
+bool undecided(const Judge& j) {
+  const afz_problem& p = *j.m.problem().fwd;
+  auto open = [](double err, double oerr, double bound) { return err - oerr <= bound && err + oerr > bound; };
+  auto scan = [&](Grad g, const GradTerms& t, int heads, int dim, const int32_t* lens, bool by_key, bool is_v) {
+    for (int b = 0; b < p.batch; ++b)
+      for (int h = 0; h < heads; ++h)
+        for (int s = 0; s < lens[b]; ++s) {
+          const int64_t idx = by_key ? j.r.key(b, h, s) : j.r.row(b, h, s);
+          const int terms = by_key ? j.r.key_rows[idx] : j.r.visible_keys[idx];
+          for (int x = 0; x < dim; ++x) {
+            const size_t e = size_t(idx) * dim + x;
+            const double kv = j.m.grad_at(g, b, h, s, x);
+            if (!std::isfinite(kv)) continue;
+            const double bnd = is_v ? j.model.dv(t, e, terms, j.slack) : j.model.dq_dk(t, e, terms, j.slack);
+            if (open(std::fabs(kv - (t.value[e].hi + t.value[e].lo)), t.err[e], bnd)) return true;
+          }
+        }
+    return false;
+  };
+  return scan(Grad::Q, j.r.dq, p.heads_q, p.head_dim, p.seqlens_q, false, false) ||
+         scan(Grad::K, j.r.dk, p.heads_kv, p.head_dim, p.seqlens_k, true, false) ||
+         scan(Grad::V, j.r.dv, p.heads_kv, p.head_dim_v, p.seqlens_k, true, true);
+}
+
+}  // namespace
+
+Verdict judge_backward(const afz_backward_kernel& k, const BackwardMaterialized& m, GradResult& r,
+                       const BackwardOracle* escalate) {
+  const afz_problem& p = *m.problem().fwd;
+  const GradBoundModel model(k.precision, p.q.dtype, m.problem().out.dtype, p);
+  const double slack = model.slack(r);
+  Verdict out;
+  out.o_dtype = AFZ_F32;
+  if (slack == 0) {  // scores so large that the declared precision cannot resolve P at all
+    out.detail = "outside the precision model (score errors of order one): not judged";
+    return out;
+  }
+  {
+    Judge probe{m, r, model, slack, {}};
+    if (escalate && undecided(probe)) {
+      r = escalate->compute(p, m.dout());
+      out.escalated_rows = int64_t(r.visible_keys.size());
+    }
+  }
+  Judge j{m, r, model, slack, {}};
+  j.all();
+  j.v.escalated_rows = out.escalated_rows;
+  j.v.o_dtype = AFZ_F32;
+  return j.v;
+}
+
+}  // namespace afz

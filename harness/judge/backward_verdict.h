@@ -1,0 +1,63 @@
+// Judging a backward kernel's dQ, dK, dV against the backward oracle.
+//
+// The bound per gradient element (derived like harness/judge/bound.h, first order
+// in the unit roundoffs, then divided by 1 - e_max for the products of
+// first-order terms; e_max is the largest relative error of a recomputed P
+// and a row beyond e_max >= 1/2 is outside the precision model):
+//
+//   P_ij = exp(s_ij - LSE_i) is recomputed in the score dtype from the fp32
+//   LSE.  Its relative error is
+//     e_ij <= c_s sigma_ij        (the score, as in the forward: c_s = gamma(d [+1]) + 2u_s)
+//           + u_s |s_ij - LSE_i| <= u_s (sigma_ij + |LSE_i|)   (the subtraction)
+//           + u_s |LSE_i|         (the LSE's rounding to fp32)
+//           + 2 exp_ulps u_s      (exp)
+//   and P is rounded to p_dtype (u_p) before the P^T dO and dS products.
+//   dV_j = sum_i P_ij dO_i:
+//     |err| <= (E + u_p + gamma(N)) rel + (c_s + u_s) score + 2u_s lse + eta tiny + ulp
+//     with rel = sum w|dO|, score = sum w sigma |dO|, lse = sum w |LSE| |dO|.
+//   dS_ij = P_ij (dP_ij - D_i): the kernel's dP = dO . v_j is off by
+//   gamma(dv) sum|dO||v_j| = gamma A_ij, its D = dO . O by (u_o + gamma(dv+1))
+//   sum|dO||O| = (...) B_i (u_o: O's rounding to the dtype the kernel is given).
+//   THIS is the cancellation: dP - D may be far smaller than |dP| + |D|, and
+//   the errors of the computed dP and D scale with A >= |dP| and B >= |D|,
+//   not with the difference.  The bound carries that condition term:
+//     cancel = sum_j w (A_ij + B_i) |g| |z|
+//   where a relative bound on dS would hide it.  The rest of dS's error is
+//   relative: e_ij (from P), 2u_s (the subtraction and the product), u_p
+//   (dS rounded for the dQ / dK GEMMs), u_s (the final scale).
+//   dQ_i = sum_j dS_ij g_ij k_j (dK alike over i): |err| <=
+//     (E + 3u_s + u_p + gamma(N)) rel + (c_s (1 + 2/|cap|) + u_s) score
+//       + 2u_s lse + (u_o + gamma(dv + 1)) cancel + (eta_s + eta_p) tiny + ulp,
+//   the softcap's 2c_s/|cap| being the error of g = scale sech^2 from the
+//   score's (|d sech^2| <= 2 |d tanh|), and the oracle's terms use scale >= |g|.
+// Underflow: a P that flushes or goes subnormal loses eta_s, a dS rounded
+// to p_dtype eta_p, absolutely: the tiny terms.  Accumulator operations in
+// the subnormal range lose eta_acc each: 4 per term.
+#pragma once
+#include <string>
+
+#include "harness/case/backward_problem.h"
+#include "harness/judge/verdict.h"
+#include "kernels/abi/attnfuzz_kernel.h"
+#include "oracles/backward_oracle.h"
+
+namespace afz {
+
+struct GradBoundModel {
+  double c_s = 0, u_s = 0, u_p = 0, u_o = 0, u_acc = 0, exp_rel = 0, eta_s = 0, eta_p = 0, eta_acc = 0;
+  double softcap = 0;
+  int d = 0, dim_v = 0;
+  GradBoundModel(const afz_precision& prec, afz_dtype in_dtype, afz_dtype o_dtype, const afz_problem& p);
+  // 1 / (1 - e_max) for the problem, or 0 when e_max >= 1/2 (outside the model).
+  double slack(const GradResult& r) const;
+  double dq_dk(const GradTerms& t, size_t e, int terms, double slack) const;
+  double dv(const GradTerms& t, size_t e, int terms, double slack) const;
+};
+
+// Compares the kernel's gradients in m with the oracle's r.  Elements the
+// fast tier's own error leaves undecided make the whole problem recompute
+// with `escalate` (may be null): gradients of a KV head couple all its rows.
+Verdict judge_backward(const afz_backward_kernel& k, const BackwardMaterialized& m, GradResult& r,
+                       const BackwardOracle* escalate);
+
+}  // namespace afz

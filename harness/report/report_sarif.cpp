@@ -1,0 +1,106 @@
+// results.sarif: SARIF 2.1.0 for code-scanning views.  One rule per
+// verdict class, one result per failure signature: its message names the
+// kernel, the detail and the repro command; its location is the saved case
+// file (the artifact a person opens and `attnfuzz repro` runs); the
+// signature is the result's fingerprint, so a scanner tracks the same bug
+// across runs.
+#include <nlohmann/json.hpp>
+
+#include "harness/report/report_views.h"
+
+namespace afz {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kSarifSchema = "https://json.schemastore.org/sarif-2.1.0.json";
+constexpr const char* kSarifVersion = "2.1.0";
+constexpr const char* kFingerprintKey = "attnfuzzSignature/v1";
+
+struct RuleText {
+  VerdictClass cls;
+  const char* description;
+};
+// Unsupported and pass are not findings; the rest, most severe last.
+constexpr RuleText kRules[] = {
+    {VerdictClass::NumericMismatch, "An output element differs from the exact result by more than its error bound."},
+    {VerdictClass::NanInf, "An output is NaN or Inf where the exact result is finite."},
+    {VerdictClass::SemanticMismatch, "A fully masked row or an LSE does not follow the kernel's declared convention."},
+    {VerdictClass::Unwritten, "An output element was never written (the poison value survived)."},
+    {VerdictClass::OutOfBounds, "The kernel wrote outside the valid output region."},
+    {VerdictClass::Nondeterministic, "Two runs of the same case gave different bits."},
+    {VerdictClass::Crash, "The kernel reported an error, faulted or died."},
+    {VerdictClass::Hang, "The kernel exceeded its per-case time limit."},
+};
+
+// Relative case-file paths are relative to where the run started.
+Json location(const ReportFailure& f) {
+  Json logical = Json::array({{{"name", f.kernel}, {"kind", "function"}}});
+  if (f.case_file.empty()) return {{"logicalLocations", logical}};
+  Json artifact = {{"uri", f.case_file}};
+  if (!f.case_file.starts_with("/")) artifact["uriBaseId"] = "%SRCROOT%";
+  return {{"physicalLocation", {{"artifactLocation", artifact}}}, {"logicalLocations", logical}};
+}
+
+}  // namespace
+
+std::string report_to_sarif(const Report& r) {
+  Json rules = Json::array();
+  for (const RuleText& t : kRules)
+    rules.push_back({{"id", verdict_name(t.cls)},
+                     {"name", verdict_name(t.cls)},
+                     {"shortDescription", {{"text", t.description}}},
+                     {"defaultConfiguration", {{"level", "error"}}}});
+  auto rule_index = [](VerdictClass v) {
+    for (size_t i = 0; i < std::size(kRules); ++i)
+      if (kRules[i].cls == v) return int(i);
+    return -1;
+  };
+  Json results = Json::array();
+  for (const ReportFailure& f : r.failures) {
+    std::string text = f.kernel + ": " + std::string(verdict_name(f.verdict)) + (f.detail.empty() ? "" : ": " + f.detail);
+    text += " (" + std::to_string(f.occurrences) + " failing cases";
+    if (f.worst.valid) text += "; worst " + f.worst.format();
+    text += "). Reproduce: " + (f.repro.empty() ? std::string("save the case text from report.json and run `attnfuzz repro FILE`")
+                                                : f.repro);
+    Json result = {{"ruleId", verdict_name(f.verdict)},
+                   {"level", "error"},
+                   {"message", {{"text", text}}},
+                   {"locations", Json::array({location(f)})},
+                   {"partialFingerprints", {{kFingerprintKey, f.signature}}},
+                   {"properties",
+                    {{"kernel", f.kernel},
+                     {"signature", f.signature},
+                     {"status", f.status},
+                     {"occurrences", f.occurrences},
+                     {"generator", f.generator},
+                     {"seed", f.seed},
+                     {"caseIndex", f.case_index},
+                     {"repro", f.repro},
+                     {"caseText", f.case_text}}}};
+    if (const int i = rule_index(f.verdict); i >= 0) result["ruleIndex"] = i;
+    results.push_back(std::move(result));
+  }
+  Json invocation = {{"executionSuccessful", r.errors.empty()}};
+  if (!r.run.command.empty()) invocation["commandLine"] = r.run.command;
+  if (!r.run.started_utc.empty()) invocation["startTimeUtc"] = r.run.started_utc;
+  if (!r.errors.empty()) {
+    Json notes = Json::array();
+    for (const std::string& e : r.errors) notes.push_back({{"level", "error"}, {"message", {{"text", e}}}});
+    invocation["toolExecutionNotifications"] = notes;
+  }
+  Json sarif = {{"$schema", kSarifSchema},
+                {"version", kSarifVersion},
+                {"runs",
+                 Json::array({{{"tool",
+                                {{"driver",
+                                  {{"name", "attnfuzz"},
+                                   {"version", r.run.attnfuzz_version},
+                                   {"rules", rules}}}}},
+                               {"invocations", Json::array({invocation})},
+                               {"results", results},
+                               {"properties", {{"kind", r.run.kind}, {"seed", r.run.seed}, {"cases", r.run.cases}}}}})}};
+  return sarif.dump(2) + "\n";
+}
+
+}  // namespace afz

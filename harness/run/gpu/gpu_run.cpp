@@ -1,0 +1,290 @@
+#include "harness/run/gpu/gpu_run.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "harness/run/gpu/problem_wire.h"
+#include "harness/run/gpu/protocol.h"
+#include "harness/run/gpu/wire.h"
+#include "harness/run/gpu/worker.h"
+
+namespace afz::gpu {
+namespace {
+
+// CUDA initialisation and module loading can take seconds on a cold machine.
+constexpr double kStartTimeoutSeconds = 120;
+// After a fatal reply the worker exits on its own; this long at most.
+constexpr double kExitGraceSeconds = 5;
+
+std::mutex g_exec_mu;
+std::string g_exec_path;
+
+std::string exec_path() {
+  std::lock_guard<std::mutex> lock(g_exec_mu);
+  return g_exec_path;
+}
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+enum class ReadResult { Ok, Eof, Timeout };
+
+// One frame, or EOF, or nothing before the deadline.
+ReadResult read_frame(int fd, std::vector<uint8_t>* out, double timeout_s) {
+  const auto t0 = Clock::now();
+  uint64_t want = 0;
+  std::vector<uint8_t> buf;
+  bool have_length = false;
+  for (;;) {
+    const size_t need = have_length ? size_t(want) : sizeof want;
+    if (buf.size() == need) {
+      if (have_length) {
+        *out = std::move(buf);
+        return ReadResult::Ok;
+      }
+      std::memcpy(&want, buf.data(), sizeof want);
+      have_length = true;
+      buf.clear();
+      buf.reserve(size_t(want));
+      continue;
+    }
+    const double left = timeout_s - seconds_since(t0);
+    if (left <= 0) return ReadResult::Timeout;
+    pollfd pfd{fd, POLLIN, 0};
+    const int ready = poll(&pfd, 1, int(left * 1000) + 1);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    uint8_t chunk[1 << 16];
+    const size_t room = std::min(sizeof chunk, need - buf.size());
+    const ssize_t n = recv(fd, chunk, room, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ReadResult::Eof;
+    buf.insert(buf.end(), chunk, chunk + n);
+  }
+}
+
+// The shared object that defines a kernel: "" for this program's own.
+std::string library_of(const afz_kernel& k) {
+  Dl_info mine{}, theirs{};
+  if (!dladdr(reinterpret_cast<void*>(&run_in_worker), &mine) || !dladdr(&k, &theirs)) return "";
+  if (theirs.dli_fbase == mine.dli_fbase || !theirs.dli_fname) return "";
+  return theirs.dli_fname;
+}
+
+class WorkerClient {
+ public:
+  ~WorkerClient() { stop(false); }
+
+  bool alive() const { return pid_ > 0; }
+  void shut_down() { stop(false); }
+  int pid() const { return pid_; }
+  const std::string& device() const { return device_; }
+
+  // Starts a worker if none runs; false with *why if it cannot.
+  bool ensure(std::string* why) {
+    if (alive()) return true;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      *why = std::string("socketpair: ") + std::strerror(errno);
+      return false;
+    }
+    // Everything the child needs is prepared before fork: between fork and
+    // exec only async-signal-safe calls are allowed (other threads may hold locks).
+    const std::string exe = exec_path();
+    const std::string fd_arg = std::to_string(sv[1]);
+    const char* argv[] = {exe.c_str(), "worker", "--fd", fd_arg.c_str(), nullptr};
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid < 0) {
+      *why = std::string("fork: ") + std::strerror(errno);
+      close(sv[0]);
+      close(sv[1]);
+      return false;
+    }
+    if (pid == 0) {
+      if (!exe.empty()) {
+        fcntl(sv[1], F_SETFD, 0);  // the worker's end survives exec
+        execv(exe.c_str(), const_cast<char* const*>(argv));
+        _exit(127);
+      }
+      close(sv[0]);
+      _exit(serve(sv[1], /*forked=*/true));
+    }
+    close(sv[1]);
+    pid_ = pid;
+    fd_ = sv[0];
+    std::vector<uint8_t> hello;
+    if (read_frame(fd_, &hello, kStartTimeoutSeconds) != ReadResult::Ok) {
+      *why = "the worker process did not start" + (exe.empty() ? std::string() : " (" + exe + " worker)");
+      stop(true);
+      return false;
+    }
+    try {
+      WireReader rd(hello.data(), hello.size());
+      if (rd.get<uint32_t>() != kHelloMagic) throw WireError("bad hello");
+      has_device_ = rd.get<uint8_t>() != 0;
+      (has_device_ ? device_ : no_device_) = rd.str();
+    } catch (const WireError& e) {
+      *why = std::string("the worker process sent a bad greeting: ") + e.what();
+      stop(true);
+      return false;
+    }
+    return true;
+  }
+
+  std::string unavailable() {
+    std::string why;
+    if (!ensure(&why)) return why;
+    return has_device_ ? "" : no_device_;
+  }
+
+  WorkerRun run(const afz_kernel& k, Materialized& m, double timeout_s) {
+    WorkerRun out;
+    WireWriter req;
+    req.put(kRequestMagic);
+    req.put<uint64_t>(reinterpret_cast<uintptr_t>(&k));
+    encode_problem(req, k.name, library_of(k), m.problem());
+    const auto t0 = Clock::now();
+    // A worker that exited after the previous case (or never started) is
+    // replaced once; a send that still fails is the worker's failure.
+    bool sent = false;
+    for (int attempt = 0; attempt < 2 && !sent; ++attempt) {
+      std::string why;
+      if (!ensure(&why)) return fail(out, RunStatus::Error, "cannot start the GPU worker: " + why, t0);
+      sent = send_frame(fd_, req.data());
+      if (!sent) stop(true);
+    }
+    if (!sent) return fail(out, RunStatus::Crash, "the worker process closed its socket before the case", t0);
+
+    std::vector<uint8_t> frame;
+    switch (read_frame(fd_, &frame, timeout_s)) {
+      case ReadResult::Timeout:
+        stop(true);
+        return fail(out, RunStatus::Hang, fmt::format("no result after {:.1f} s: worker process killed", timeout_s), t0);
+      case ReadResult::Eof:
+        return fail(out, RunStatus::Crash, reap_description(), t0);
+      case ReadResult::Ok: break;
+    }
+    Reply r;
+    try {
+      r = decode_reply(frame);
+    } catch (const WireError& e) {
+      stop(true);
+      return fail(out, RunStatus::Crash, std::string("unreadable reply from the worker: ") + e.what(), t0);
+    }
+    if (r.fatal) stop(false);
+    out.run.seconds = seconds_since(t0);
+    out.kernel_seconds = r.seconds;
+    out.run.message = r.message;
+    out.run.status = r.status == ReplyStatus::Ok            ? RunStatus::Ok
+                     : r.status == ReplyStatus::Error       ? RunStatus::Error
+                     : r.status == ReplyStatus::Unsupported ? RunStatus::Unsupported
+                                                            : RunStatus::Crash;
+    if (out.run.status != RunStatus::Ok) return out;
+    out.out_of_bounds = r.oob;
+    if (!copy_back(m.problem(), kO, r.o) || !copy_back(m.problem(), kLse, r.lse)) {
+      out.run.status = RunStatus::Crash;
+      out.run.message = "the worker sent outputs of the wrong size";
+    }
+    return out;
+  }
+
+ private:
+  static bool copy_back(afz_problem& p, int slot, const std::vector<uint8_t>& bytes) {
+    const TensorRef t = tensor_ref(p, slot);
+    if (!t.present) return bytes.empty();
+    const Span s = tensor_span(t);
+    if (bytes.size() != size_t(s.bytes())) return false;
+    if (!bytes.empty()) std::memcpy(static_cast<uint8_t*>(t.data) + s.lo_bytes(), bytes.data(), bytes.size());
+    return true;
+  }
+
+  WorkerRun& fail(WorkerRun& out, RunStatus st, const std::string& msg, Clock::time_point t0) {
+    out.run.status = st;
+    out.run.message = msg;
+    out.run.seconds = seconds_since(t0);
+    return out;
+  }
+
+  // The worker closed its socket mid-case: how it ended.
+  std::string reap_description() {
+    int status = 0;
+    const pid_t pid = pid_;
+    close_socket();
+    pid_ = -1;
+    if (waitpid(pid, &status, 0) != pid) return "the worker process vanished";
+    if (WIFSIGNALED(status))
+      return fmt::format("worker process died of signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    return fmt::format("worker process exited with status {} before replying", WEXITSTATUS(status));
+  }
+
+  void close_socket() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+  // Ends the worker: closing the socket makes an idle one exit; `kill`
+  // (hang, broken protocol) or a grace period that runs out ends it by force.
+  void stop(bool kill_now) {
+    close_socket();
+    if (pid_ <= 0) return;
+    if (kill_now) kill(pid_, SIGKILL);
+    const auto t0 = Clock::now();
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (seconds_since(t0) > kExitGraceSeconds) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        break;
+      }
+      usleep(1000);
+    }
+    pid_ = -1;
+  }
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  bool has_device_ = false;
+  std::string device_, no_device_;
+};
+
+WorkerClient& this_thread_client() {
+  thread_local WorkerClient client;
+  return client;
+}
+
+}  // namespace
+
+void use_exec_worker(const std::string& executable) {
+  std::lock_guard<std::mutex> lock(g_exec_mu);
+  g_exec_path = executable;
+}
+
+std::string gpu_unavailable_reason() { return this_thread_client().unavailable(); }
+
+std::string gpu_device_name() {
+  WorkerClient& c = this_thread_client();
+  return c.unavailable().empty() ? c.device() : "";
+}
+
+WorkerRun run_in_worker(const afz_kernel& k, Materialized& m, double timeout_s) {
+  return this_thread_client().run(k, m, timeout_s);
+}
+
+int worker_pid() { return this_thread_client().pid(); }
+
+void stop_worker() { this_thread_client().shut_down(); }
+
+}  // namespace afz::gpu

@@ -1,0 +1,48 @@
+// Running kernels in a worker process, so that a GPU fault, a hang or a
+// crashing adapter never ends the campaign.
+//
+// Each harness thread owns one worker, started on first use and kept for
+// later cases: its CUDA context, device allocations and loaded modules are
+// reused.  A case that kills it (signal, sticky CUDA error) or outlives the
+// per-case timeout (the worker is then killed) becomes a crash or hang
+// verdict, and the next case starts a fresh worker.
+//
+// CUDA contexts do not survive fork(), so the harness process itself never
+// calls CUDA.  attnfuzz starts workers by fork + exec of its own binary
+// (`attnfuzz worker --fd N`, use_exec_worker); a program without that
+// subcommand (the test binary) gets plain forks, valid because it never
+// touches CUDA before forking either.  A forked worker runs the kernel at the
+// address the harness passes, so a kernel object must exist (unchanged) when
+// the worker is forked: stop_worker() first when it was made later (tests).
+#pragma once
+#include <string>
+
+#include "harness/case/materialize.h"
+#include "harness/run/isolate.h"
+#include "kernels/abi/attnfuzz_kernel.h"
+
+namespace afz::gpu {
+
+// Start workers as `executable worker --fd N` from now on.
+void use_exec_worker(const std::string& executable);
+
+// Why GPU kernels cannot run here; "" when this thread's worker found a device.
+std::string gpu_unavailable_reason();
+// The device the worker found, e.g. "NVIDIA H200 (sm_90, 132 SMs)"; "" if none.
+std::string gpu_device_name();
+
+struct WorkerRun {
+  KernelRun run;              // Ok / Error / Crash / Hang, with the round trip's wall time
+  std::string out_of_bounds;  // first damaged guard or padding byte, "" if none
+  double kernel_seconds = 0;  // the kernel's own time (device events on GPU)
+};
+
+// Runs k on m in this thread's worker; on Ok the outputs are in m.
+WorkerRun run_in_worker(const afz_kernel& k, Materialized& m, double timeout_s);
+
+// This thread's worker process id, -1 when none runs (tests).
+int worker_pid();
+// Ends this thread's worker (the next case starts a fresh one).
+void stop_worker();
+
+}  // namespace afz::gpu

@@ -1,0 +1,40 @@
+#include "harness/run/gpu/protocol.h"
+
+#include "harness/run/gpu/wire.h"
+
+namespace afz::gpu {
+
+std::vector<uint8_t> encode_reply(const Reply& r) {
+  WireWriter w;
+  w.put(kReplyMagic);
+  w.put(uint8_t(r.status));
+  w.str(r.message);
+  w.put(r.seconds);
+  w.put<uint8_t>(r.fatal);
+  w.str(r.oob);
+  w.blob(r.o.data(), r.o.size());
+  w.blob(r.lse.data(), r.lse.size());
+  return std::move(w.data());
+}
+
+Reply decode_reply(const std::vector<uint8_t>& frame) {
+  WireReader rd(frame.data(), frame.size());
+  if (rd.get<uint32_t>() != kReplyMagic) throw WireError("not a worker reply");
+  Reply r;
+  const uint8_t status = rd.get<uint8_t>();
+  if (status > uint8_t(ReplyStatus::Unsupported)) throw WireError("bad reply status");
+  r.status = ReplyStatus(status);
+  r.message = rd.str();
+  r.seconds = rd.get<double>();
+  r.fatal = rd.get<uint8_t>() != 0;
+  r.oob = rd.str();
+  uint64_t n = 0;
+  const uint8_t* o = rd.blob(&n);
+  r.o.assign(o, o + n);
+  const uint8_t* l = rd.blob(&n);
+  r.lse.assign(l, l + n);
+  if (!rd.done()) throw WireError("trailing bytes in a reply");
+  return r;
+}
+
+}  // namespace afz::gpu

@@ -1,0 +1,136 @@
+#include "harness/run/runner.h"
+
+#include <chrono>
+#include <stdexcept>
+
+#include "harness/run/gpu/gpu_run.h"
+#include "kernels/registry.h"
+
+namespace afz {
+namespace {
+
+struct Stopwatch {
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+};
+
+Verdict status_verdict(const KernelRun& run) {
+  Verdict v;
+  switch (run.status) {
+    case RunStatus::Hang: v.cls = VerdictClass::Hang; break;
+    case RunStatus::Unsupported: v.cls = VerdictClass::Unsupported; break;
+    default: v.cls = VerdictClass::Crash; break;
+  }
+  v.detail = run.message;
+  return v;
+}
+
+// GPU kernels always run in the worker process (harness/run/gpu/gpu_run.h),
+// whose guarded device mirror also reports out-of-bounds writes.
+KernelRun execute(const afz_kernel& k, Materialized& m, const RunOptions& o, std::string* out_of_bounds) {
+  if (!(k.caps.flags & AFZ_CAP_GPU)) return run_kernel(k, m, o.isolate, o.timeout_s);
+  gpu::WorkerRun w = gpu::run_in_worker(k, m, o.timeout_s);
+  if (out_of_bounds->empty()) *out_of_bounds = w.out_of_bounds;
+  return w.run;
+}
+
+}  // namespace
+
+std::optional<OracleTier> parse_oracle_tier(std::string_view s) {
+  if (s == "auto") return OracleTier::Auto;
+  if (s == "fast") return OracleTier::Fast;
+  if (s == "boost") return OracleTier::Boost;
+  if (s == "mpfr") return OracleTier::Mpfr;
+  return std::nullopt;
+}
+
+Runner::Runner(RunOptions options) : options_(options) {
+  auto precise = [&]() -> std::unique_ptr<Oracle> {
+    if (auto m = make_mpfr_oracle(options_.mpfr_bits)) return m;
+    return make_boost_oracle();
+  };
+  switch (options_.oracle) {
+    case OracleTier::Fast: primary_ = make_fast_oracle(); break;
+    case OracleTier::Boost: primary_ = make_boost_oracle(); break;
+    case OracleTier::Mpfr:
+      primary_ = make_mpfr_oracle(options_.mpfr_bits);
+      if (!primary_) throw std::runtime_error("oracle: MPFR was not built here (no MPFR headers); use boost or auto");
+      break;
+    case OracleTier::Auto:
+      primary_ = make_fast_oracle();
+      escalation_ = precise();
+      break;
+  }
+}
+
+std::string Runner::oracle_name() const {
+  return escalation_ ? primary_->name() + "+" + escalation_->name() : primary_->name();
+}
+
+OracleResult Runner::reference(const Materialized& m) const { return primary_->compute(m.problem()); }
+
+CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r) const {
+  CaseOutcome out;
+  const std::string why = unsupported_reason(k, m.problem());
+  if (!why.empty()) {
+    out.verdict.cls = VerdictClass::Unsupported;
+    out.verdict.detail = why;
+    return out;
+  }
+  if (k.caps.flags & AFZ_CAP_GPU) {
+    if (std::string no_gpu = gpu::gpu_unavailable_reason(); !no_gpu.empty()) {
+      out.verdict.cls = VerdictClass::Unsupported;
+      out.verdict.detail = no_gpu;
+      return out;
+    }
+  }
+  m.poison_outputs();
+  std::string out_of_bounds;
+  KernelRun run = execute(k, m, options_, &out_of_bounds);
+  out.timing.kernel = run.seconds;
+  if (run.status != RunStatus::Ok) {
+    out.verdict = status_verdict(run);
+    return out;
+  }
+  // A kernel that declares its reruns may differ (atomics) is not held to
+  // identical bits; every other kernel is, when determinism is checked.
+  const bool rerun = options_.check_determinism && !(k.caps.flags & AFZ_CAP_NONDETERMINISTIC);
+  std::vector<uint8_t> first;
+  if (rerun) first = m.output_bytes();
+  OracleResult local;
+  if (!r) {
+    Stopwatch sw;
+    local = reference(m);
+    r = &local;
+    out.timing.oracle = sw.seconds();
+  }
+  Stopwatch judge_time;
+  out.verdict = judge(k, m, *r, escalation_.get());
+  out.timing.judge = judge_time.seconds();
+  if (!out_of_bounds.empty() && int(out.verdict.cls) < int(VerdictClass::OutOfBounds)) {
+    out.verdict.cls = VerdictClass::OutOfBounds;
+    out.verdict.detail = out_of_bounds;
+  }
+  if (rerun && !is_failure(out.verdict.cls)) {
+    m.poison_outputs();
+    KernelRun again = execute(k, m, options_, &out_of_bounds);
+    if (again.status != RunStatus::Ok) {
+      out.verdict = status_verdict(again);
+    } else if (m.output_bytes() != first) {
+      out.verdict.cls = VerdictClass::Nondeterministic;
+      out.verdict.detail = "a second run on the same inputs gave different output bits";
+    }
+  }
+  return out;
+}
+
+CaseOutcome Runner::run(const afz_kernel& k, const Case& c) const {
+  Stopwatch sw;
+  Materialized m(c);
+  const double gen = sw.seconds();
+  CaseOutcome out = run(k, m);
+  out.timing.generate = gen;
+  return out;
+}
+
+}  // namespace afz

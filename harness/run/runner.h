@@ -1,0 +1,54 @@
+// One case through one kernel: materialize, poison, run, oracle, verdict.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "harness/case/case.h"
+#include "harness/case/materialize.h"
+#include "harness/judge/verdict.h"
+#include "harness/run/isolate.h"
+#include "oracles/oracle.h"
+
+namespace afz {
+
+enum class OracleTier { Auto, Fast, Boost, Mpfr };
+std::optional<OracleTier> parse_oracle_tier(std::string_view s);
+
+struct RunOptions {
+  OracleTier oracle = OracleTier::Auto;  // auto: fast tier, undecided rows escalated to MPFR (Boost without it)
+  int mpfr_bits = 256;
+  bool check_determinism = false;        // run twice, compare bits
+  bool isolate = false;                  // kernel in a child process
+  double timeout_s = 60;
+};
+
+struct Timing {
+  double generate = 0, kernel = 0, oracle = 0, judge = 0;
+};
+
+struct CaseOutcome {
+  Verdict verdict;
+  Timing timing;
+};
+
+class Runner {
+ public:
+  explicit Runner(RunOptions options);
+  const RunOptions& options() const { return options_; }
+  std::string oracle_name() const;
+
+  // The oracle's result for a materialized case (shared by every kernel).
+  OracleResult reference(const Materialized& m) const;
+  // Runs kernel k on m and judges it against r (computed on demand if null).
+  CaseOutcome run(const afz_kernel& k, Materialized& m, OracleResult* r = nullptr) const;
+  // From a case: materializes first; unbuildable cases become errors (throws
+  // std::runtime_error with a one-line message).
+  CaseOutcome run(const afz_kernel& k, const Case& c) const;
+
+ private:
+  RunOptions options_;
+  std::unique_ptr<Oracle> primary_, escalation_;
+};
+
+}  // namespace afz

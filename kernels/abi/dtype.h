@@ -1,0 +1,74 @@
+// Exact conversions between double and the dtypes kernels consume.
+//
+// Everything here is integer arithmetic on IEEE bit patterns: no libm, no
+// host float conversions, so a value rounds to the same bits under g++, clang
+// and nvcc host code, with or without FMA contraction or x87.  Narrowing is
+// round-to-nearest-even straight from the source value; going through float
+// first (double -> float -> half) would round twice and is wrong on ties.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <optional>
+
+#include "kernels/abi/attnfuzz_kernel.h"
+
+namespace afz {
+
+struct FloatFormat {
+  int precision;      // significand bits, implicit bit included
+  int min_exponent;   // exponent of the smallest normal: 2^min_exponent
+  int max_exponent;   // exponent of the largest binade
+  int bias;
+  int exponent_bits;
+  bool has_inf;       // e4m3 has none: overflow saturates to NaN
+};
+
+inline constexpr FloatFormat kF32{24, -126, 127, 127, 8, true};
+inline constexpr FloatFormat kF16{11, -14, 15, 15, 5, true};
+inline constexpr FloatFormat kBF16{8, -126, 127, 127, 8, true};
+inline constexpr FloatFormat kE4M3{4, -6, 8, 7, 4, false};
+
+const FloatFormat& format_of(afz_dtype t);
+int size_of(afz_dtype t);  // bytes per element
+std::string_view dtype_name(afz_dtype t);
+std::optional<afz_dtype> parse_dtype(std::string_view s);
+
+inline uint64_t bits_of(double x) { uint64_t b; std::memcpy(&b, &x, 8); return b; }
+inline double double_of(uint64_t b) { double x; std::memcpy(&x, &b, 8); return x; }
+inline uint32_t bits_of(float x) { uint32_t b; std::memcpy(&b, &x, 4); return b; }
+inline float float_of(uint32_t b) { float x; std::memcpy(&x, &b, 4); return x; }
+
+// 2^k exactly, for k in [-1074, 1023].
+double exp2i(int k);
+
+// Round x (or the double-double x_hi + x_lo, |x_lo| <= ulp(x_hi)/2) to the
+// nearest value of `f`, ties to even, returning the encoded bits.  x_lo only
+// breaks ties: the one case where x_hi alone would round the wrong way is
+// x_hi exactly halfway between two values of `f`.
+uint32_t round_bits(const FloatFormat& f, double x_hi, double x_lo = 0.0);
+double decode_bits(const FloatFormat& f, uint32_t bits);
+
+// The value of x after rounding to dtype t, as a double (exact).
+inline double round_to(afz_dtype t, double hi, double lo = 0.0) {
+  const FloatFormat& f = format_of(t);
+  return decode_bits(f, round_bits(f, hi, lo));
+}
+
+// Store / load one element of dtype t at p.
+void store(afz_dtype t, void* p, double value);  // rounds (RNE)
+double load(afz_dtype t, const void* p);
+void store_bits(afz_dtype t, void* p, uint32_t bits);
+
+// Unit roundoff 2^-precision, and the gap between x and its neighbour away
+// from zero in format f (the smallest subnormal step below the normals).
+double unit_roundoff(afz_dtype t);
+double ulp(afz_dtype t, double x);
+double max_finite(afz_dtype t);
+double lowest_finite(afz_dtype t);   // -max_finite
+double min_subnormal(afz_dtype t);
+double min_normal(afz_dtype t);
+uint32_t quiet_nan_bits(afz_dtype t);
+uint32_t inf_bits(afz_dtype t, bool negative);
+
+}  // namespace afz

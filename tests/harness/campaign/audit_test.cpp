@@ -1,0 +1,247 @@
+// The audit: every feature row x class cell is a valid case with the row's
+// features; declined cells are unsupported, never failures; failing cells
+// get minimized repros in the corpus that fail again as they are; the
+// matrix does not depend on --jobs; conventions that differ are noted.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "harness/campaign/audit.h"
+#include "harness/campaign/corpus.h"
+#include "harness/case/case_file.h"
+#include "tests/harness/report/json_schema.h"
+#include "tests/harness/report/report_fixture.h"
+
+namespace afz {
+namespace {
+
+// A kernel like `base` that claims only bf16 and head dim 64: its sweep has
+// 1 x 1 x 8 masks x 2 x 2 x 5 layouts = 160 rows, 1280 cells.
+afz_kernel narrow(const afz_kernel& base, const char* name, uint32_t drop_flags = 0) {
+  afz_kernel k = base;
+  k.name = name;
+  k.caps.in_dtypes = k.caps.out_dtypes = 1u << AFZ_BF16;
+  k.caps.min_head_dim = k.caps.max_head_dim = 64;
+  k.caps.flags &= ~drop_flags;
+  return k;
+}
+
+constexpr size_t kNarrowRows = 160;
+constexpr int kShards = 32;  // 40 cells each: 5 rows x 8 classes
+constexpr int kNoMaskShard = 0;     // rows 0-4: nomask mha fixed, every layout
+constexpr int kAddNegInfShard = 20; // rows 100-104: add_-inf mha fixed
+
+AuditOptions options(std::vector<const afz_kernel*> kernels, int shard, const std::string& corpus = "") {
+  AuditOptions o;
+  for (const afz_kernel* k : kernels) o.kernels.push_back({k, "builtin"});
+  o.seed = 3;
+  o.time_s = 0;  // the sweep only: no fuzz phase
+  o.shard = shard;
+  o.shards = kShards;
+  o.corpus_dir = corpus;
+  o.minimize_options.max_runs = 30;  // by runs only: the result must not depend on the machine
+  o.minimize_options.max_seconds = 1e9;
+  o.command = "audit tests";
+  return o;
+}
+
+TEST(AuditRows, CrossEveryAxisTheKernelsClaim) {
+  const afz_kernel& full = testing::correct_kernel();  // fp32/fp16/bf16, head dims 1..1024
+  const std::vector<AuditRow> rows = audit_rows({&full});
+  // 3 dtypes x (8, 64, 128, 256, 33) x 8 masks x gqa x varlen x 5 layouts.
+  EXPECT_EQ(rows.size(), 3u * 5 * 8 * 2 * 2 * 5);
+  std::vector<std::string> names;
+  for (const AuditRow& r : rows) names.push_back(r.name());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(std::unique(names.begin(), names.end()), names.end()) << "row names must be unique";
+  EXPECT_NE(std::find(names.begin(), names.end(), "bf16 d33 causal_br gqa varlen kv_stride0"), names.end());
+
+  const afz_kernel k = narrow(full, "narrow");
+  EXPECT_EQ(audit_rows({&k}).size(), kNarrowRows);
+  // Multiples of 8 from 8 to 256: the odd size is 72, not 33.
+  afz_kernel eights = full;
+  eights.caps.head_dim_multiple = 8;
+  eights.caps.max_head_dim = 256;
+  const std::vector<AuditRow> e = audit_rows({&eights});
+  EXPECT_TRUE(std::any_of(e.begin(), e.end(), [](const AuditRow& r) { return r.head_dim == 72; }));
+  EXPECT_FALSE(std::any_of(e.begin(), e.end(), [](const AuditRow& r) { return r.head_dim == 33; }));
+}
+
+// Every cell's case validates, carries its row's features and fits the
+// sweep's budget, for every class.
+TEST(AuditRows, CellCasesCarryTheirRowsFeatures) {
+  const afz_kernel& full = testing::correct_kernel();
+  const std::vector<AuditRow> rows = audit_rows({&full});
+  // Every 7th row (7 is prime to every axis length): all values of every axis.
+  size_t checked = 0;
+  for (size_t r = 0; r < rows.size(); r += 7) {
+    const AuditRow& row = rows[r];
+    for (const GeneratorDef& g : generator_table()) {
+      const Case c = audit_cell_case(5, r, row, g, 0, 1);
+      SCOPED_TRACE(row.name() + " x " + g.name);
+      const std::optional<ParseError> bad = validate_case(c);
+      ASSERT_FALSE(bad) << bad->field << ": " << bad->message;
+      EXPECT_EQ(c.in_dtype, row.dtype);
+      EXPECT_EQ(c.head_dim, row.head_dim);
+      EXPECT_EQ(c.heads_q != c.heads_kv, row.gqa);
+      EXPECT_EQ(c.batch > 1, row.varlen);
+      EXPECT_EQ(c.has_window, row.mask == MaskKind::CausalTopLeft || row.mask == MaskKind::CausalBottomRight ||
+                                  row.mask == MaskKind::Window);
+      EXPECT_EQ(c.bool_mask.has_value(), row.mask == MaskKind::Bool);
+      EXPECT_EQ(c.add_mask.has_value(), row.mask >= MaskKind::AddNegInf);
+      EXPECT_EQ(c.layout == Layout::PackedQKV, row.layout == LayoutKind::PackedQkv);
+      EXPECT_EQ(c.layout == Layout::BSHD, row.layout == LayoutKind::Bshd);
+      EXPECT_EQ(c.row_gap > 0, row.layout == LayoutKind::RowGaps);
+      EXPECT_EQ(c.kv_broadcast != KvBroadcast::None, row.layout == LayoutKind::KvBroadcast);
+      EXPECT_LE(case_work(c), std::string_view(g.name) == "flat" ? int64_t{1} << 20 : int64_t{1} << 18);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, (rows.size() + 6) / 7 * generator_table().size());
+}
+
+TEST(Audit, DeclinedCellsAreUnsupportedNeverFailures) {
+  const afz_kernel no_add = narrow(testing::mutant_kernel(), "mutant.no_add_mask", AFZ_CAP_ADD_MASK);
+  const Runner runner(RunOptions{});
+  const Report r = run_audit(options({&no_add}, kAddNegInfShard), runner);
+  ASSERT_EQ(r.audits.size(), 1u);
+  EXPECT_EQ(r.audits[0].rows.size(), kNarrowRows);
+  ASSERT_EQ(r.audits[0].cells.size(), 40u);
+  for (const ReportAuditCell& c : r.audits[0].cells) {
+    EXPECT_EQ(c.status, "unsupported") << c.row << " x " << c.column;
+    EXPECT_NE(c.row.find("add_-inf"), std::string::npos);
+  }
+  EXPECT_TRUE(r.failures.empty());
+  EXPECT_TRUE(r.passed());
+
+  // Several cases per cell: still one matrix cell each, counting them all.
+  AuditOptions three = options({&no_add}, kAddNegInfShard);
+  three.cases_per_cell = 3;
+  const Report r3 = run_audit(three, runner);
+  ASSERT_EQ(r3.audits[0].cells.size(), 40u);
+  for (const ReportAuditCell& c : r3.audits[0].cells) EXPECT_EQ(c.cases, 3);
+  EXPECT_EQ(r3.run.cases, 120);
+}
+
+// The mutant (accumulator never rescaled) fails cells; each failing cell
+// names a failure whose saved repro fails again as it is; the correct kernel
+// audited beside it passes every cell; the matrix is the same with 2 jobs.
+TEST(Audit, FailingCellsHaveRepros) {
+  const afz_kernel good = narrow(testing::correct_kernel(), "good");
+  const afz_kernel bad = narrow(testing::mutant_kernel(), "bad");
+  const std::string corpus = testing::temp_folder("audit-corpus");
+  const Runner runner(RunOptions{});
+  const Report r = run_audit(options({&good, &bad}, kNoMaskShard, corpus), runner);
+  ASSERT_EQ(r.audits.size(), 2u);
+  EXPECT_EQ(r.run.kind, "audit");
+  for (const ReportAuditCell& c : r.audits[0].cells) EXPECT_EQ(c.status, "pass") << c.row << " x " << c.column;
+  int failing = 0;
+  for (const ReportAuditCell& c : r.audits[1].cells) {
+    if (c.status != "fail") continue;
+    ++failing;
+    EXPECT_TRUE(is_failure(c.verdict));
+    const auto f = std::find_if(r.failures.begin(), r.failures.end(),
+                                [&](const ReportFailure& x) { return x.signature == c.signature; });
+    ASSERT_NE(f, r.failures.end()) << "cell " << c.row << " x " << c.column << " names no failure";
+    std::string error;
+    const std::optional<Case> saved = load_case_file(f->case_file, &error);
+    ASSERT_TRUE(saved) << error;
+    EXPECT_EQ(saved->kernel, "bad");
+    EXPECT_EQ(f->repro, "attnfuzz repro " + f->case_file);
+    EXPECT_TRUE(is_failure(runner.run(bad, *saved).verdict.cls)) << f->case_file;
+  }
+  EXPECT_GT(failing, 0) << "the late_max column should catch the missing rescale";
+  EXPECT_FALSE(r.passed());
+
+  AuditOptions two_jobs = options({&good, &bad}, kNoMaskShard);
+  two_jobs.jobs = 2;
+  const Report again = run_audit(two_jobs, runner);
+  ASSERT_EQ(again.audits.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    ASSERT_EQ(again.audits[k].cells.size(), r.audits[k].cells.size());
+    for (size_t i = 0; i < r.audits[k].cells.size(); ++i) {
+      EXPECT_EQ(again.audits[k].cells[i].status, r.audits[k].cells[i].status);
+      EXPECT_EQ(again.audits[k].cells[i].signature, r.audits[k].cells[i].signature);
+    }
+  }
+}
+
+TEST(Audit, NotesWhereDeclaredConventionsDiffer) {
+  afz_kernel zero = narrow(testing::correct_kernel(), "zero_rows", AFZ_CAP_ADD_MASK);
+  afz_kernel nan_rows = zero;
+  nan_rows.name = "nan_rows";
+  nan_rows.conventions.masked_row_output = AFZ_MASKED_ROW_NAN;
+  nan_rows.conventions.empty_lse = AFZ_EMPTY_LSE_POS_INF;
+  EXPECT_TRUE(convention_differences({&zero, &zero}).empty());
+  const std::vector<std::string> notes = convention_differences({&zero, &nan_rows});
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0], "masked row output: nan (nan_rows); zero (zero_rows)");
+  EXPECT_EQ(notes[1], "LSE of an empty row: +inf (nan_rows); -inf (zero_rows)");
+
+  const Runner runner(RunOptions{});
+  const Report r = run_audit(options({&zero, &nan_rows}, kAddNegInfShard), runner);  // all declined: quick
+  ASSERT_EQ(r.audits.size(), 2u);
+  EXPECT_EQ(r.audits[1].notes, notes);
+  std::string error;
+  const std::optional<Report> back = report_from_json(report_to_json(r), &error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->audits[0].notes, notes);
+  const std::string html = report_to_html(r, HtmlOptions{"/nonexistent/gnuplot"});
+  EXPECT_NE(html.find("masked row output: nan (nan_rows); zero (zero_rows)"), std::string::npos);
+  for (const std::string& line : audit_summary(r))
+    if (line.find("conventions differ") != std::string::npos) return;
+  ADD_FAILURE() << "the terminal summary should name the differences";
+}
+
+TEST(Audit, RejectsUnusableOptions) {
+  const Runner runner(RunOptions{});
+  const afz_kernel& k = testing::correct_kernel();
+  AuditOptions o = options({&k}, 0);
+  o.shard = o.shards;
+  EXPECT_THROW(run_audit(o, runner), std::runtime_error);
+  EXPECT_THROW(run_audit(options({}, 0), runner), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace afz
+
+namespace afz {
+namespace {
+
+// The committed example (reports/examples/audit, made by the command in its
+// COMMAND.txt) validates against the schema and holds the whole matrix:
+// every row of cpu.tiled's capabilities x every class, plus the fuzz row.
+TEST(AuditExample, CommittedReportValidatesAndHoldsEveryCell) {
+  const std::string dir = std::string(ATTNFUZZ_SOURCE_DIR) + "/reports/examples/audit";
+  std::ifstream in(dir + "/report.json");
+  ASSERT_TRUE(in) << dir << "/report.json";
+  std::stringstream text;
+  text << in.rdbuf();
+  testing::SchemaValidator v(nlohmann::json::parse(
+      std::ifstream(std::string(ATTNFUZZ_SOURCE_DIR) + "/reports/schema/report.schema.json")));
+  for (const std::string& p : v.validate(nlohmann::json::parse(text.str()))) ADD_FAILURE() << p;
+  std::string error;
+  const std::optional<Report> r = report_from_json(text.str(), &error);
+  ASSERT_TRUE(r) << error;
+  EXPECT_EQ(r->run.kind, "audit");
+  ASSERT_EQ(r->audits.size(), 1u);
+  const ReportAudit& a = r->audits[0];
+  const afz_kernel& tiled_like = testing::correct_kernel();  // the CPU kernels' capabilities
+  const size_t rows = audit_rows({&tiled_like}).size(), classes = generator_table().size();
+  EXPECT_EQ(a.columns.size(), classes);
+  EXPECT_GE(a.rows.size(), rows);
+  size_t sweep_cells = 0;
+  for (const ReportAuditCell& c : a.cells) sweep_cells += c.row.find("fuzz phase") == std::string::npos;
+  EXPECT_EQ(sweep_cells, rows * classes);
+  for (const ReportAuditCell& c : a.cells)
+    if (c.status == "fail") {
+      const auto f = std::find_if(r->failures.begin(), r->failures.end(),
+                                  [&](const ReportFailure& x) { return x.signature == c.signature; });
+      EXPECT_NE(f, r->failures.end()) << c.row << " x " << c.column;
+    }
+}
+
+}  // namespace
+}  // namespace afz

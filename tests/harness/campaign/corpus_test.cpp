@@ -1,0 +1,181 @@
+#include "harness/campaign/corpus.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "harness/campaign/campaign.h"
+#include "harness/case/case_file.h"
+#include "kernels/registry.h"
+#include "tests/harness/planted_kernel.h"
+
+namespace afz {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name)
+      : path(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string str() const { return path.string(); }
+};
+
+Case small(int sk) {
+  Case c;
+  c.kernel = "k";
+  c.seqlens_q = {1};
+  c.seqlens_k = {sk};
+  c.head_dim = c.head_dim_v = 4;
+  return c;
+}
+
+TEST(Corpus, SavesKeepsTheSmallestAndResumes) {
+  TempDir dir("afz-corpus");
+  std::string error, path;
+  {
+    std::optional<Corpus> corpus = Corpus::open(dir.str(), &error);
+    ASSERT_TRUE(corpus) << error;
+    EXPECT_FALSE(fs::exists(dir.path)) << "nothing found, nothing created";
+    EXPECT_EQ(corpus->save(small(50), "k|numeric_mismatch|dtype=bf16|q1.k64", "raw1", &path, &error),
+              Corpus::Saved::New);
+    const std::string first_path = path;
+    EXPECT_TRUE(fs::exists(path));
+    // Larger: kept out, but its raw signature is remembered.
+    EXPECT_EQ(corpus->save(small(60), "k|numeric_mismatch|dtype=bf16|q1.k64", "raw2", &path, &error),
+              Corpus::Saved::KeptExisting);
+    EXPECT_EQ(path, first_path);
+    // Smaller: replaces the file in place.
+    EXPECT_EQ(corpus->save(small(40), "k|numeric_mismatch|dtype=bf16|q1.k64", "raw3", &path, &error),
+              Corpus::Saved::Smaller);
+    EXPECT_EQ(path, first_path);
+    EXPECT_EQ(corpus->save(small(3), "k|nan_inf|dtype=bf16|q1.k16", "raw4", &path, &error), Corpus::Saved::New);
+    EXPECT_EQ(corpus->size(), 2u);
+  }
+  const std::optional<Corpus> reopened = Corpus::open(dir.str(), &error);
+  ASSERT_TRUE(reopened) << error;
+  EXPECT_EQ(reopened->size(), 2u);
+  EXPECT_TRUE(reopened->load_errors().empty());
+  const CorpusEntry* e = reopened->find("k|numeric_mismatch|dtype=bf16|q1.k64");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->c.seqlens_k, std::vector<int32_t>{40});
+  for (const char* raw : {"raw1", "raw2", "raw3"}) EXPECT_EQ(reopened->find_seen(raw), e) << raw;
+  EXPECT_EQ(reopened->find_seen("raw4"), reopened->find("k|nan_inf|dtype=bf16|q1.k16"));
+  EXPECT_EQ(reopened->find_seen("never"), nullptr);
+  std::string error2;
+  auto files = list_case_files(dir.str(), &error2);
+  ASSERT_TRUE(files);
+  EXPECT_EQ(files->size(), 2u);
+}
+
+TEST(Corpus, ListsCaseFilesSortedAndReportsBadFolders) {
+  TempDir dir("afz-corpus-list");
+  fs::create_directories(dir.path / "sub");
+  for (const char* name : {"b.case", "a.case", "notes.txt", "c.case.tmp"}) std::ofstream(dir.path / name) << "x";
+  std::string error;
+  auto files = list_case_files(dir.str(), &error);
+  ASSERT_TRUE(files) << error;
+  ASSERT_EQ(files->size(), 2u);
+  EXPECT_EQ(fs::path((*files)[0]).filename(), "a.case");
+  EXPECT_EQ(fs::path((*files)[1]).filename(), "b.case");
+  EXPECT_FALSE(list_case_files((dir.path / "missing").string(), &error));
+  EXPECT_NE(error.find("cannot read the folder"), std::string::npos) << error;
+  // Malformed files do not stop a corpus from opening; they are listed.
+  const std::optional<Corpus> corpus = Corpus::open(dir.str(), &error);
+  ASSERT_TRUE(corpus) << error;
+  EXPECT_EQ(corpus->load_errors().size(), 2u);
+}
+
+struct ResumeFixture : ::testing::Test {
+  testing::PlantedKernel broken{"planted.k37"};
+  Runner runner{RunOptions{}};
+  ResumeFixture() { broken.defect = testing::more_than_37_keys; }
+
+  CampaignOptions options(const std::string& corpus) const {
+    CampaignOptions o;
+    o.kernels = {{&broken.k, "builtin"}};
+    o.seed = 5;
+    o.cases = 20;
+    std::string error;
+    o.mix = *GeneratorMix::parse("shapes,late_max,masking", &error);
+    o.corpus_dir = corpus;
+    o.minimize_options.max_runs = 150;
+    return o;
+  }
+};
+
+// A restarted campaign with the same corpus finds the same bugs, knows
+// them, and does not minimize them again.
+TEST_F(ResumeFixture, RestartWithTheSameCorpusResumes) {
+  TempDir dir("afz-corpus-resume");
+  const Report first = run_campaign(options(dir.str()), runner);
+  ASSERT_FALSE(first.failures.empty());
+  EXPECT_EQ(first.new_failures(), int64_t(first.failures.size()));
+  std::string error;
+  const size_t files = list_case_files(dir.str(), &error)->size();
+  EXPECT_EQ(files, first.failures.size());
+  std::vector<fs::file_time_type> stamps;
+  for (const ReportFailure& f : first.failures) stamps.push_back(fs::last_write_time(f.case_file));
+
+  const Report second = run_campaign(options(dir.str()), runner);
+  EXPECT_EQ(second.new_failures(), 0);
+  ASSERT_EQ(second.failures.size(), first.failures.size());
+  for (size_t i = 0; i < second.failures.size(); ++i) {
+    EXPECT_EQ(second.failures[i].status, "known");
+    EXPECT_EQ(second.failures[i].signature, first.failures[i].signature);
+    EXPECT_EQ(second.failures[i].occurrences, first.failures[i].occurrences);
+    EXPECT_EQ(second.failures[i].minimize.runs, 0) << "not minimized again";
+    EXPECT_EQ(fs::last_write_time(second.failures[i].case_file), stamps[i]) << "file left alone";
+  }
+  EXPECT_EQ(list_case_files(dir.str(), &error)->size(), files);
+}
+
+// `attnfuzz replay`: exit 0 while the corpus passes, 1 once a case fails,
+// 2 for a malformed file or an unknown kernel.
+TEST_F(ResumeFixture, ReplayExitCodes) {
+  TempDir dir("afz-corpus-replay");
+  const Report found = run_campaign(options(dir.str()), runner);
+  ASSERT_FALSE(found.failures.empty());
+  testing::PlantedKernel fixed("planted.fixed");
+  KernelRegistry registry;
+  registry.add(&broken.k, "test");
+  registry.add(&fixed.k, "test");
+
+  ReplayOptions o;
+  o.dirs = {dir.str()};
+  // Each file names planted.k37, which still fails.
+  ReplayResult still = replay_corpus(o, registry, runner, nullptr, nullptr);
+  EXPECT_EQ(still.exit_code(), 1);
+  EXPECT_EQ(still.failed, int64_t(found.failures.size()));
+  EXPECT_EQ(still.report.failures.size(), found.failures.size());
+  EXPECT_EQ(still.report.failures[0].repro, "attnfuzz repro " + still.report.failures[0].case_file);
+
+  // Against the fixed kernel every repro passes.
+  o.kernels = {{&fixed.k, "test"}};
+  ReplayResult green = replay_corpus(o, registry, runner, nullptr, nullptr);
+  EXPECT_EQ(green.exit_code(), 0);
+  EXPECT_EQ(green.passed, int64_t(found.failures.size()));
+  EXPECT_EQ(green.report.run.kind, "replay");
+
+  // A file naming an unknown kernel, and a malformed one: bad input.
+  Case stray = small(3);
+  stray.kernel = "no.such.kernel";
+  std::string error;
+  ASSERT_TRUE(save_case_file((dir.path / "stray.case").string(), stray, &error)) << error;
+  o.kernels.clear();
+  EXPECT_EQ(replay_corpus(o, registry, runner, nullptr, nullptr).exit_code(), 2);
+  fs::remove(dir.path / "stray.case");
+  std::ofstream(dir.path / "broken.case") << "attnfuzz-case 1\nbatch zero\n";
+  o.kernels = {{&fixed.k, "test"}};
+  EXPECT_EQ(replay_corpus(o, registry, runner, nullptr, nullptr).exit_code(), 2);
+  o.dirs = {(dir.path / "missing").string()};
+  EXPECT_EQ(replay_corpus(o, registry, runner, nullptr, nullptr).exit_code(), 2);
+}
+
+}  // namespace
+}  // namespace afz

@@ -1,0 +1,183 @@
+// The backward pass: the dO recipe, the gradient oracles (against each other
+// and against finite differences of the exact forward), the reference
+// backward kernel, and the backward mutant gate.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "harness/case/backward_problem.h"
+#include "harness/case/case_io.h"
+#include "harness/case/generators.h"
+#include "harness/case/materialize.h"
+#include "harness/judge/backward_verdict.h"
+#include "harness/run/backward_runner.h"
+#include "kernels/abi/dtype.h"
+#include "kernels/cpu/backward_kernels.h"
+#include "oracles/backward_oracle.h"
+#include "oracles/oracle.h"
+
+namespace afz {
+namespace {
+
+Case parse(const std::string& body) {
+  ParseError err;
+  auto c = parse_case("attnfuzz-case 1\n" + body, &err);
+  EXPECT_TRUE(c) << err.format("case");
+  return c ? *c : Case{};
+}
+
+const std::string kSoftcapGqa =
+    "batch 2\nheads 4 2\nseqlen_q 5 3\nseqlen_k 9 0\nhead_dim 8 6\ndtype fp32\nsoftcap 3\ncausal bottom_right\nseed 7\n";
+
+TEST(BackwardCase, DoRecipeParsesWritesAndValidates) {
+  Case c = parse("values_do uniform 2\nseed 1\n");
+  EXPECT_EQ(c.values_do.kind, "uniform");
+  EXPECT_EQ(c.values_do.param, 2.0);
+  EXPECT_NE(write_case(c).find("values_do uniform 2"), std::string::npos);
+  EXPECT_EQ(parse_case(write_case(c), nullptr), c);
+  // The default is not written: forward-only case files keep their text.
+  EXPECT_EQ(write_case(parse("seed 1\n")).find("values_do"), std::string::npos);
+  ParseError err;
+  EXPECT_FALSE(parse_case("attnfuzz-case 1\nvalues_do normal -1\n", &err));
+  EXPECT_EQ(err.field, "values_do");
+}
+
+TEST(BackwardCase, DoHasItsOwnStream) {
+  Case a = parse("seqlen_q 4\nseqlen_k 4\nhead_dim 8\nseed 3\n"), b = a;
+  b.values_do = Distribution{"uniform", 1};
+  Materialized ma(a), mb(b);
+  EXPECT_EQ(ma.input_hash(), mb.input_hash());  // Q, K, V untouched by the dO recipe
+  BackwardMaterialized ba(ma), bb(mb);
+  EXPECT_NE(load(ba.dout().dtype, ba.dout().data), load(bb.dout().dtype, bb.dout().data));
+}
+
+// L = sum dO . O(q, k, v) through the exact forward; dL/dx by central differences.
+double loss(const Materialized& m, const afz_tensor& dout) {
+  const OracleResult r = make_fast_oracle()->compute(m.problem());
+  const afz_problem& p = m.problem();
+  double l = 0;
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h)
+      for (int i = 0; i < p.seqlens_q[b]; ++i)
+        for (int x = 0; x < p.head_dim_v; ++x) {
+          const int64_t off = b * dout.stride[0] + h * dout.stride[1] + i * dout.stride[2] + x * dout.stride[3];
+          l += load(dout.dtype, static_cast<const char*>(dout.data) + off * size_of(dout.dtype)) *
+               r.o[r.row_index(b, h, i) * r.dv + x].hi;
+        }
+  return l;
+}
+
+double finite_difference(Materialized& m, const afz_tensor& dout, const afz_tensor& t, int b, int h, int s, int x) {
+  char* at = static_cast<char*>(t.data) + (b * t.stride[0] + h * t.stride[1] + s * t.stride[2] + x * t.stride[3]) * 4;
+  const double x0 = load(AFZ_F32, at), step = 0x1p-12;
+  store(AFZ_F32, at, x0 + step);
+  const double up = loss(m, dout);
+  store(AFZ_F32, at, x0 - step);
+  const double down = loss(m, dout);
+  store(AFZ_F32, at, x0);
+  return (up - down) / (2 * step);
+}
+
+TEST(BackwardOracle, MatchesFiniteDifferencesWithSoftcapGqaCausalAndEmptySequence) {
+  Materialized m(parse(kSoftcapGqa));
+  BackwardMaterialized bm(m);
+  const GradResult r = make_fast_backward_oracle()->compute(m.problem(), bm.dout());
+  const afz_problem& p = m.problem();
+  int checked = 0;
+  for (int b = 0; b < 2; ++b)
+    for (int s = 0; s < 3; ++s) {
+      const double dq = r.dq.value[r.row(b, 1, s) * p.head_dim + 2].hi;
+      EXPECT_NEAR(dq, finite_difference(m, bm.dout(), p.q, b, 1, s, 2), 1e-5 * (1 + std::fabs(dq)));
+      ++checked;
+    }
+  for (int j = 0; j < 9; j += 4) {
+    // K head 1 is shared by query heads 2 and 3: the difference sees both.
+    const double dk = r.dk.value[r.key(0, 1, j) * p.head_dim + 5].hi;
+    const double dv = r.dv.value[r.key(0, 1, j) * p.head_dim_v + 1].hi;
+    EXPECT_NEAR(dk, finite_difference(m, bm.dout(), p.k, 0, 1, j, 5), 1e-5 * (1 + std::fabs(dk)));
+    EXPECT_NEAR(dv, finite_difference(m, bm.dout(), p.v, 0, 1, j, 1), 1e-5 * (1 + std::fabs(dv)));
+    checked += 2;
+  }
+  EXPECT_EQ(checked, 12);
+  // Sequence 1 has no key: its rows are empty and their gradients exactly 0.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(r.empty[r.row(1, 0, i)]);
+    for (int x = 0; x < p.head_dim; ++x) EXPECT_EQ(r.dq.value[r.row(1, 0, i) * p.head_dim + x].hi, 0.0);
+  }
+}
+
+TEST(BackwardOracle, TiersAgreeAndFastStaysInItsBound) {
+  for (const std::string& text : {kSoftcapGqa, std::string("seqlen_q 6\nseqlen_k 70\nhead_dim 16\ndtype bf16\n"
+                                                           "transform late_max count=3 boost=20\nseed 11\n")}) {
+    Materialized m(parse(text));
+    BackwardMaterialized bm(m);
+    const GradResult f = make_fast_backward_oracle()->compute(m.problem(), bm.dout());
+    const GradResult bo = make_boost_backward_oracle()->compute(m.problem(), bm.dout());
+    auto mp = make_mpfr_backward_oracle();
+    const GradResult mr = mp ? mp->compute(m.problem(), bm.dout()) : bo;
+    double worst_fast = 0;
+    for (auto [ft, bt, mt] : {std::tuple{&f.dq, &bo.dq, &mr.dq}, std::tuple{&f.dk, &bo.dk, &mr.dk},
+                              std::tuple{&f.dv, &bo.dv, &mr.dv}})
+      for (size_t e = 0; e < ft->value.size(); ++e) {
+        const double exact = bt->value[e].hi + bt->value[e].lo;
+        const double fe = std::fabs(ft->value[e].hi - exact);
+        EXPECT_LE(fe, ft->err[e]) << e;
+        if (ft->err[e] > 0) worst_fast = std::max(worst_fast, fe / ft->err[e]);
+        // Boost and MPFR: 100 bits relative to the terms summed.
+        const double diff = std::fabs((mt->value[e].hi - bt->value[e].hi) + (mt->value[e].lo - bt->value[e].lo));
+        EXPECT_LE(diff, 0x1p-100 * (std::fabs(exact) + bt->rel[e] + bt->cancel[e]) + 0x1p-1070) << e;
+      }
+    EXPECT_GT(worst_fast, 0.0);  // the comparison did run on nonzero errors somewhere
+  }
+}
+
+const afz_backward_kernel& reference() { return *find_backward_kernel("cpu.bwd.fa2"); }
+
+TEST(BackwardKernel, ReferencePassesHandWrittenCases) {
+  const auto fast = make_fast_backward_oracle();
+  const auto precise = make_escalation_backward_oracle();
+  for (const std::string& text :
+       {kSoftcapGqa, std::string("seqlen_q 70\nseqlen_k 130\nhead_dim 32\ndtype bf16\ncausal top_left\nseed 2\n"),
+        std::string("batch 3\nseqlen_q 3 0 17\nseqlen_k 0 5 80\nhead_dim 8\ndtype fp16\nwindow 4 2\nseed 5\n"),
+        std::string("seqlen_q 9\nseqlen_k 9\nhead_dim 16\ndtype bf16\nbool_mask rows_every 3 0\n"
+                    "values_do uniform 100\nseed 9\n")}) {
+    const BackwardOutcome o = run_backward_case(reference(), parse(text), *fast, precise.get());
+    EXPECT_EQ(o.verdict.cls, VerdictClass::Pass) << o.verdict.detail << "\n" << text;
+    EXPECT_LE(o.verdict.max_over_bound, 1.0);
+  }
+}
+
+TEST(BackwardKernel, ReferencePassesGeneratedCases) {
+  const auto fast = make_fast_backward_oracle();
+  const auto precise = make_escalation_backward_oracle();
+  int passed = 0, built = 0;
+  double worst = 0;
+  for (uint64_t n = 0; n < 60; ++n) {
+    const Case c = generate_case(GeneratorMix::defaults(), 1, n).c;
+    if (case_work(c) > 2'000'000) continue;  // keep the test fast
+    BackwardOutcome o;
+    try {
+      o = run_backward_case(reference(), c, *fast, precise.get());
+    } catch (const std::exception&) {
+      continue;
+    }
+    ++built;
+    worst = std::max(worst, o.verdict.max_over_bound);
+    if (o.verdict.cls == VerdictClass::Pass || o.verdict.cls == VerdictClass::Unsupported) ++passed;
+    else ADD_FAILURE() << o.verdict.detail << "\n" << write_case(c);
+  }
+  EXPECT_GT(built, 20);
+  EXPECT_EQ(passed, built);
+  RecordProperty("worst_over_bound", std::to_string(worst));
+}
+
+TEST(BackwardGate, EveryBackwardMutantIsKilled) {
+  for (const BackwardGateRow& row : run_backward_gate(1, 200)) {
+    if (!row.expected_kill) continue;
+    EXPECT_TRUE(row.killed) << row.kernel << " survived " << row.cases << " cases";
+  }
+}
+
+}  // namespace
+}  // namespace afz
