@@ -26,6 +26,7 @@ struct LogicalTensors {
   double& Q(int b, int h, int i, int x) { return q[((int64_t(b) * heads_q + h) * sq + i) * d + x]; }
   double& K(int b, int h, int j, int x) { return k[((int64_t(b) * heads_kv + h) * sk + j) * d + x]; }
   double& V(int b, int h, int j, int x) { return v[((int64_t(b) * heads_kv + h) * sk + j) * dv + x]; }
+  double V(int b, int h, int j, int x) const { return v[((int64_t(b) * heads_kv + h) * sk + j) * dv + x]; }
 };
 
 // Poison patterns for unwritten outputs: signalling NaNs with a payload that
