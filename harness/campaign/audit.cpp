@@ -654,6 +654,13 @@ Report Audit::run() {
   // minimized on this thread, between chunks, in cell order.
   const int64_t chunk = int64_t(jobs) * kChunkPerJob;
   for (int64_t first = begin * per_cell; first < end * per_cell; first += chunk) {
+    if (o_.sweep_time_s > 0 && clock_.seconds() > o_.sweep_time_s) {
+      const int64_t done = first / per_cell - begin;
+      for (ReportAudit& a : report_.audits)
+        a.notes.push_back(fmt::format("sweep stopped by --sweep-time {:.0f} s after {} of {} cells: {} cells not run",
+                                      o_.sweep_time_s, done, end - begin, end - begin - done));
+      break;
+    }
     const int64_t last = std::min(first + chunk, end * per_cell);
     std::vector<SweepWork> work(size_t(last - first));
     std::atomic<int64_t> next{first};
@@ -737,7 +744,8 @@ std::vector<std::string> audit_summary(const Report& r) {
       out.push_back("  failing cells by verdict: " + verdicts);
       out.push_back("  failing cells by class: " + columns);
     }
-    for (const std::string& note : a.notes) out.push_back("  conventions differ: " + note);
+    for (const std::string& note : a.notes)
+      out.push_back(note.rfind("sweep stopped", 0) == 0 ? "  " + note : "  conventions differ: " + note);
   }
   return out;
 }

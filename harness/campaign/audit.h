@@ -61,6 +61,10 @@ struct AuditOptions {
   // The whole audit: the sweep always completes; the fuzz phase gets what
   // it leaves, but at least a quarter of time_s (none when that is below 1 s).
   double time_s = 60;
+  // A safety valve for slow kernels (a library that compiles a kernel per
+  // shape): the sweep stops at the first chunk boundary past this many
+  // seconds, and each matrix notes how many cells were not run.  <= 0: none.
+  double sweep_time_s = 0;
   int cases_per_cell = 1;
   int jobs = 1;
   std::string corpus_dir;      // "": failures are reported, not saved

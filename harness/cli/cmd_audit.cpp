@@ -24,6 +24,7 @@ constexpr int64_t kSweepProgressEvery = 500;
 struct AuditArgs {
   std::vector<std::string> kernels;
   std::string time = kDefaultAuditTime;
+  std::string sweep_time;
   int cases_per_cell = 1;
   uint64_t seed = 1;
   std::string out, corpus, shard;
@@ -38,6 +39,7 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
   o.kernels = resolve_kernels(reg, a.kernels);
   o.seed = a.seed;
   o.time_s = parse_duration(a.time);
+  if (!a.sweep_time.empty()) o.sweep_time_s = parse_duration(a.sweep_time);
   o.cases_per_cell = a.cases_per_cell;
   o.jobs = a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   o.corpus_dir = !a.corpus.empty() ? a.corpus : a.out + "/corpus";
@@ -105,6 +107,9 @@ Action add_audit_command(CLI::App& app, Globals& g) {
   sub->add_option("--time,-t", a->time, "the whole audit's time: the sweep always completes, the fuzz phase gets "
                                         "the rest but at least a quarter (120, 90s, 5m, 1.5h)")
       ->capture_default_str();
+  sub->add_option("--sweep-time", a->sweep_time,
+                  "stop the sweep past this time (a safety valve for kernels that compile per shape); the matrix "
+                  "notes the cells not run");
   sub->add_option("--cases-per-cell,-n", a->cases_per_cell, "cases per matrix cell")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));

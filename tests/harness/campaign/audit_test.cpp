@@ -125,6 +125,20 @@ TEST(Audit, DeclinedCellsAreUnsupportedNeverFailures) {
   EXPECT_EQ(r3.run.cases, 120);
 }
 
+// --sweep-time: a sweep past its time stops at a chunk boundary, and each
+// matrix says how many cells were not run (here: all after the first chunk).
+TEST(Audit, SweepTimeStopsTheSweepAndSaysWhatWasNotRun) {
+  const afz_kernel k = narrow(testing::mutant_kernel(), "mutant.narrow");
+  const Runner runner(RunOptions{});
+  AuditOptions o = options({&k}, kNoMaskShard);
+  o.sweep_time_s = 1e-9;
+  const Report r = run_audit(o, runner);
+  ASSERT_EQ(r.audits.size(), 1u);
+  EXPECT_TRUE(r.audits[0].cells.empty());
+  ASSERT_EQ(r.audits[0].notes.size(), 1u);
+  EXPECT_EQ(r.audits[0].notes[0], "sweep stopped by --sweep-time 0 s after 0 of 40 cells: 40 cells not run");
+}
+
 // The mutant (accumulator never rescaled) fails cells; each failing cell
 // names a failure whose saved repro fails again as it is; the correct kernel
 // audited beside it passes every cell; the matrix is the same with 2 jobs.
