@@ -1,0 +1,461 @@
+// cudnn.sdpa.  run() in the worker: copy the seq lengths to the host (they
+// decide the padded path), merge a boolean mask into the bias (mask_bias),
+// point O and the LSE at scratch when sequences are short, describe the graph
+// (sdpa_graph), find or build its execution plan (sdpa_plan; building
+// compiles a kernel, so plans are cached per process), bind the buffers,
+// execute on p->stream, copy the valid rows out of the scratch.
+#include "kernels/cudnn/cudnn_sdpa_kernel.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "kernels/cudnn/backend_descriptor.h"
+#include "kernels/cudnn/mask_bias.h"
+#include "kernels/cudnn/sdpa_graph.h"
+#include "kernels/cudnn/sdpa_lowering.h"
+#include "kernels/cudnn/sdpa_plan.h"
+#include "kernels/registry.h"
+
+namespace afz::cudnn {
+namespace {
+
+// Plans kept per worker process.  Each holds a compiled kernel; a fuzz
+// campaign visits many shapes, an audit sweeps a grid: 64 covers a grid's
+// working set without holding hundreds of modules.
+constexpr size_t kPlanCacheEntries = 64;
+// The seq_len_kv tensor starts this many int32 past seq_len_q's rounding, so
+// both device tensors keep the 16-byte alignment the graph declares.
+constexpr size_t kSeqLenAlignElements = size_t(kTensorAlignment) / sizeof(int32_t);
+
+// Lifts the refusal of row strides that are not 16-byte multiples, to
+// reproduce cuDNN's wrong results on them through the harness (sdpa_graph.h).
+bool allow_unaligned_rows() {
+  static const bool allow = [] {
+    const char* v = std::getenv("ATTNFUZZ_CUDNN_ALLOW_UNALIGNED_ROWS");
+    return v && std::string(v) == "1";
+  }();
+  return allow;
+}
+
+void write_message(char* buf, size_t len, std::string msg) {
+  if (!buf || len == 0) return;
+  for (char& c : msg)
+    if (c == '\n' || c == '\r') c = ' ';
+  const size_t n = std::min(len - 1, msg.size());
+  std::memcpy(buf, msg.data(), n);
+  buf[n] = 0;
+}
+
+// Least recently used plans, by graph key.
+class PlanCache {
+ public:
+  SdpaPlan* find(const std::string& key) {
+    auto it = index_.find(key);
+    if (it == index_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);
+    return it->second->second.get();
+  }
+
+  SdpaPlan* insert(const std::string& key, std::unique_ptr<SdpaPlan> plan) {
+    if (order_.size() >= kPlanCacheEntries) {
+      // A plan's compiled module with launches still queued must not be
+      // destroyed (a use-after-free on the device).  run() synchronizes
+      // before it returns; this guards other callers.  Evictions are rare.
+      cudaDeviceSynchronize();
+      index_.erase(order_.back().first);
+      order_.pop_back();
+    }
+    order_.emplace_front(key, std::move(plan));
+    index_[key] = order_.begin();
+    return order_.front().second.get();
+  }
+
+ private:
+  using Entry = std::pair<std::string, std::unique_ptr<SdpaPlan>>;
+  std::list<Entry> order_;
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+};
+
+// A device buffer grown on demand and kept for the process.
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+};
+
+// The worker's cuDNN state: handles, plans, the workspace, device copies of
+// the seq lengths and the merged mask bias, scratch outputs.  Created on the
+// first run(), never destroyed: at process exit the CUDA context may already
+// be gone, and destroying cuDNN objects then crashes instead of exiting.
+struct Session {
+  std::mutex mu;
+  std::unordered_map<int, cudnnHandle_t> handles;  // per device: a plan is bound to its handle's device
+  PlanCache plans;                                 // keyed by device and graph
+  DeviceBuffer workspace, seqlens, bias, scratch_o, scratch_lse;
+  std::vector<int32_t> host_q, host_k;
+};
+
+Session& session() {
+  static Session* s = new Session;
+  return *s;
+}
+
+struct RunError {
+  int code = 0;  // 0, 1 or AFZ_RUN_UNSUPPORTED
+  std::string message;
+};
+
+RunError cuda_failure(const std::string& call, cudaError_t e) {
+  return {1, call + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e)};
+}
+
+// Grows `b` to at least `bytes` (cudaMalloc: 256-byte aligned).
+RunError ensure(DeviceBuffer* b, size_t bytes, const char* what) {
+  if (bytes <= b->bytes) return {};
+  if (b->ptr) cudaFree(b->ptr);  // synchronizes: no launch still reads it
+  b->ptr = nullptr;
+  b->bytes = 0;
+  if (cudaError_t e = cudaMalloc(&b->ptr, bytes); e != cudaSuccess)
+    return cuda_failure(std::string("cudaMalloc (") + what + ", " + std::to_string(bytes) + " bytes)", e);
+  b->bytes = bytes;
+  return {};
+}
+
+#define AFZ_TRY(expr)                    \
+  do {                                   \
+    if (RunError e_ = (expr); e_.code) { \
+      return e_;                         \
+    }                                    \
+  } while (0)
+
+#define AFZ_TRY_CUDA(call, what)                               \
+  do {                                                         \
+    if (cudaError_t e_ = (call); e_ != cudaSuccess) {          \
+      return cuda_failure(what, e_);                           \
+    }                                                          \
+  } while (0)
+
+class Runner {
+ public:
+  Runner(const CudnnLibrary& lib, Session& s, const afz_problem& p)
+      : lib_(lib), api_(lib.api), s_(s), p_(p), run_(p), stream_(static_cast<cudaStream_t>(p.stream)) {}
+
+  RunError run() {
+    AFZ_TRY(prepare_handle());
+    AFZ_TRY(copy_seqlens());
+    if (std::string why = seqlen_unsupported_reason(p_, s_.host_q.data(), s_.host_k.data()); !why.empty())
+      return unsupported(why);
+    if (p_.bool_mask.data) AFZ_TRY(merge_bool_mask());
+    AFZ_TRY(redirect_short_outputs());
+
+    SdpaGraphOptions o;
+    o.padded = needs_padding(p_, s_.host_q.data(), s_.host_k.data());
+    o.cudnn_version = lib_.version;
+    for (size_t b = 0; b < kBindingCount; ++b)
+      if (const void* ptr = pointer(Binding(b))) o.alignment[b] = pointer_alignment(ptr);
+    const SdpaGraph graph = build_sdpa_graph(run_, o);
+
+    const std::string key = "device " + std::to_string(device_) + ": " + graph.key();
+    SdpaPlan* plan = s_.plans.find(key);
+    if (!plan) {
+      try {
+        plan = s_.plans.insert(key, build_sdpa_plan(api_, handle_, graph));
+      } catch (const PlanRefused& e) {
+        return unsupported(e.what());
+      } catch (const CudnnCallError& e) {
+        return unsupported(e.what());
+      }
+    }
+    AFZ_TRY(ensure(&s_.workspace, size_t(plan->workspace_bytes), "cuDNN workspace"));
+    AFZ_TRY(execute(graph, *plan));
+    AFZ_TRY(copy_back_valid_rows());
+    // The session's buffers (seq lengths, bias, scratch, workspace) serve the
+    // next call, perhaps on another stream: none may still be in use when
+    // this one returns.  The harness synchronizes after run() anyway.
+    AFZ_TRY_CUDA(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (after cudnnBackendExecute)");
+    return {};
+  }
+
+ private:
+  RunError unsupported(std::string m) const {
+    if (const std::string note = mixed_install_note(lib_); !note.empty()) m += " [" + note + "]";
+    return {AFZ_RUN_UNSUPPORTED, lib_.describe() + ": " + m};
+  }
+
+  RunError prepare_handle() {
+    AFZ_TRY_CUDA(cudaGetDevice(&device_), "cudaGetDevice");
+    cudnnHandle_t& h = s_.handles[device_];
+    if (!h)
+      if (cudnnStatus_t st = api_.Create(&h); st != CUDNN_STATUS_SUCCESS) {
+        h = nullptr;
+        return {1, lib_.describe() + ": cudnnCreate: " + status_text(api_, st)};
+      }
+    handle_ = h;
+    if (cudnnStatus_t st = api_.SetStream(handle_, stream_); st != CUDNN_STATUS_SUCCESS)
+      return {1, "cudnnSetStream: " + status_text(api_, st)};
+    return {};
+  }
+
+  // Host copies decide the padded path and the scratch outputs; the device
+  // copy is the graph's seq-len tensors, in our own buffer so that their
+  // alignment is known.
+  RunError copy_seqlens() {
+    const size_t b = size_t(p_.batch), bytes = b * sizeof(int32_t);
+    s_.host_q.resize(b);
+    s_.host_k.resize(b);
+    const size_t kv_offset = (b + kSeqLenAlignElements - 1) / kSeqLenAlignElements * kSeqLenAlignElements;
+    AFZ_TRY(ensure(&s_.seqlens, (kv_offset + b) * sizeof(int32_t), "seq lengths"));
+    seq_q_ = static_cast<int32_t*>(s_.seqlens.ptr);
+    seq_kv_ = seq_q_ + kv_offset;
+    AFZ_TRY_CUDA(cudaMemcpyAsync(s_.host_q.data(), p_.seqlens_q, bytes, cudaMemcpyDeviceToHost, stream_),
+                 "cudaMemcpyAsync (seqlens_q to host)");
+    AFZ_TRY_CUDA(cudaMemcpyAsync(s_.host_k.data(), p_.seqlens_k, bytes, cudaMemcpyDeviceToHost, stream_),
+                 "cudaMemcpyAsync (seqlens_k to host)");
+    AFZ_TRY_CUDA(cudaMemcpyAsync(seq_q_, p_.seqlens_q, bytes, cudaMemcpyDeviceToDevice, stream_),
+                 "cudaMemcpyAsync (seqlens_q)");
+    AFZ_TRY_CUDA(cudaMemcpyAsync(seq_kv_, p_.seqlens_k, bytes, cudaMemcpyDeviceToDevice, stream_),
+                 "cudaMemcpyAsync (seqlens_k)");
+    AFZ_TRY_CUDA(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    return {};
+  }
+
+  // The boolean mask (and the additive one, if any) merged into one fp32
+  // bias on the host (mask_bias.h: the engine takes no select on a tensor).
+  RunError merge_bool_mask() {
+    const Dims full = {p_.batch, p_.heads_q, p_.max_seqlen_q, p_.max_seqlen_k};
+    std::vector<uint8_t> keep(size_t(mask_span_elements(p_.bool_mask, full)));
+    std::vector<float> add(p_.add_mask.data ? size_t(mask_span_elements(p_.add_mask, full)) : 0);
+    AFZ_TRY_CUDA(cudaMemcpyAsync(keep.data(), p_.bool_mask.data, keep.size(), cudaMemcpyDeviceToHost, stream_),
+                 "cudaMemcpyAsync (boolean mask to host)");
+    if (!add.empty())
+      AFZ_TRY_CUDA(cudaMemcpyAsync(add.data(), p_.add_mask.data, add.size() * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream_),
+                   "cudaMemcpyAsync (additive mask to host)");
+    AFZ_TRY_CUDA(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (masks)");
+    const MaskBias bias = merge_masks(p_, keep.data(), add.empty() ? nullptr : add.data());
+    const size_t bytes = bias.values.size() * sizeof(float);
+    AFZ_TRY(ensure(&s_.bias, bytes, "mask bias"));
+    AFZ_TRY_CUDA(cudaMemcpyAsync(s_.bias.ptr, bias.values.data(), bytes, cudaMemcpyHostToDevice, stream_),
+                 "cudaMemcpyAsync (mask bias)");
+    AFZ_TRY_CUDA(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (mask bias)");  // `bias` dies here
+    run_.bool_mask = afz_tensor{};
+    run_.add_mask.data = s_.bias.ptr;
+    run_.add_mask.dtype = AFZ_F32;
+    const Dims st = bias.strides();
+    std::copy(st.begin(), st.end(), run_.add_mask.stride);
+    return {};
+  }
+
+  // cuDNN writes every row of the O (and Stats) tensor it is given, the rows
+  // past seq_len_q included (measured on an H200): legal for cuDNN, whose
+  // output is the whole tensor, but the ABI's padding rows must stay
+  // untouched (in a real varlen layout they are other data).  With short
+  // query sequences cuDNN writes packed scratch tensors and the valid rows
+  // are copied out.
+  RunError redirect_short_outputs() {
+    short_q_ = false;
+    for (int32_t n : s_.host_q) short_q_ |= n < p_.max_seqlen_q;
+    if (!short_q_) return {};
+    const int64_t rows = int64_t(p_.batch) * p_.heads_q * p_.max_seqlen_q;
+    AFZ_TRY(ensure(&s_.scratch_o, size_t(rows) * p_.head_dim_v * kIoBytes, "scratch O"));
+    run_.o.data = s_.scratch_o.ptr;
+    run_.o.stride[3] = 1;
+    run_.o.stride[2] = p_.head_dim_v;
+    run_.o.stride[1] = int64_t(p_.max_seqlen_q) * p_.head_dim_v;
+    run_.o.stride[0] = int64_t(p_.heads_q) * run_.o.stride[1];
+    if (p_.lse) {
+      AFZ_TRY(ensure(&s_.scratch_lse, size_t(rows) * sizeof(float), "scratch LSE"));
+      run_.lse = static_cast<float*>(s_.scratch_lse.ptr);
+      run_.lse_stride[2] = 1;
+      run_.lse_stride[1] = p_.max_seqlen_q;
+      run_.lse_stride[0] = int64_t(p_.heads_q) * p_.max_seqlen_q;
+    }
+    return {};
+  }
+
+  // `rows` rows of `width` bytes between pitched layouts, on the stream.
+  RunError copy_rows(void* dst, int64_t dpitch, const void* src, int64_t spitch, size_t width, int32_t rows) {
+    if (rows == 1)  // a pitch below the width is legal for one row, not for cudaMemcpy2D
+      AFZ_TRY_CUDA(cudaMemcpyAsync(dst, src, width, cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync (valid row)");
+    else
+      AFZ_TRY_CUDA(cudaMemcpy2DAsync(dst, size_t(dpitch), src, size_t(spitch), width, size_t(rows),
+                                     cudaMemcpyDeviceToDevice, stream_),
+                   "cudaMemcpy2DAsync (valid rows)");
+    return {};
+  }
+
+  RunError copy_back_valid_rows() {
+    if (!short_q_) return {};
+    for (int b = 0; b < p_.batch; ++b) {
+      const int32_t n = s_.host_q[size_t(b)];
+      if (n == 0) continue;
+      for (int h = 0; h < p_.heads_q; ++h) {
+        const int64_t row = (int64_t(b) * p_.heads_q + h) * p_.max_seqlen_q;
+        auto* o_dst = static_cast<char*>(p_.o.data) + (b * p_.o.stride[0] + h * p_.o.stride[1]) * kIoBytes;
+        const auto* o_src = static_cast<const char*>(s_.scratch_o.ptr) + row * p_.head_dim_v * kIoBytes;
+        AFZ_TRY(copy_rows(o_dst, p_.o.stride[2] * kIoBytes, o_src, p_.head_dim_v * kIoBytes,
+                          size_t(p_.head_dim_v) * kIoBytes, n));
+        if (!p_.lse) continue;
+        float* l_dst = p_.lse + b * p_.lse_stride[0] + h * p_.lse_stride[1];
+        const float* l_src = static_cast<const float*>(s_.scratch_lse.ptr) + row;
+        AFZ_TRY(copy_rows(l_dst, p_.lse_stride[2] * int64_t(sizeof(float)), l_src, sizeof(float), sizeof(float), n));
+      }
+    }
+    return {};
+  }
+
+  void* pointer(Binding b) const {
+    switch (b) {
+      case Binding::Q: return run_.q.data;
+      case Binding::K: return run_.k.data;
+      case Binding::V: return run_.v.data;
+      case Binding::O: return run_.o.data;
+      case Binding::Stats: return run_.lse;
+      case Binding::SeqLenQ: return seq_q_;
+      case Binding::SeqLenKv: return seq_kv_;
+      case Binding::Bias: return run_.add_mask.data;
+      default: return nullptr;
+    }
+  }
+
+  RunError execute(const SdpaGraph& graph, const SdpaPlan& plan) {
+    std::vector<int64_t> uids;
+    std::vector<void*> pointers;
+    for (const GraphTensor& t : graph.tensors) {
+      if (t.is_virtual) continue;
+      uids.push_back(t.uid);
+      // By-value scalars: host addresses, read when the launch is enqueued.
+      pointers.push_back(t.by_value ? const_cast<void*>(t.value()) : pointer(t.binding));
+    }
+    try {
+      const BackendDescriptor pack =
+          make_variant_pack(api_, uids, pointers, plan.workspace_bytes > 0 ? s_.workspace.ptr : nullptr);
+      const cudnnStatus_t st = api_.BackendExecute(handle_, plan.plan.get(), pack.get());
+      if (st == CUDNN_STATUS_SUCCESS) return {};
+      const std::string why = "cudnnBackendExecute (" + plan.engine + "): " + status_text(api_, st);
+      if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED) return unsupported(why);
+      return {1, lib_.describe() + ": " + why};
+    } catch (const CudnnCallError& e) {
+      return {1, lib_.describe() + ": " + e.what()};
+    }
+  }
+
+  // q, k, v and o share one 2-byte dtype (sdpa_unsupported_reason).
+  static constexpr int64_t kIoBytes = 2;
+
+  const CudnnLibrary& lib_;
+  const CudnnApi& api_;
+  Session& s_;
+  const afz_problem& p_;  // as the harness gave it
+  afz_problem run_;       // as cuDNN sees it: the merged bias, scratch outputs
+  cudaStream_t stream_;
+  int device_ = 0;
+  cudnnHandle_t handle_ = nullptr;
+  int32_t* seq_q_ = nullptr;
+  int32_t* seq_kv_ = nullptr;
+  bool short_q_ = false;
+};
+
+#undef AFZ_TRY
+#undef AFZ_TRY_CUDA
+
+// In the harness, on the host problem: seq lengths readable, no CUDA call.
+int supports(const afz_kernel*, const afz_problem* p, char* reason, size_t len) {
+  const std::string why = cudnn_sdpa_unsupported_reason(*p, cudnn_library());
+  if (why.empty()) return 0;
+  write_message(reason, len, why);
+  return 1;
+}
+
+// In the worker, on the device problem: only shapes are read before the
+// seq lengths are copied.
+int run(const afz_kernel*, const afz_problem* p, char* error, size_t len) {
+  try {
+    const CudnnLibrary& lib = cudnn_library();
+    // The harness asked supports() in its own process; the worker may have
+    // found another library (or none): say so, do not run.
+    const std::string why =
+        lib.loaded ? sdpa_unsupported_reason(*p, lib.version, allow_unaligned_rows()) : lib.describe();
+    if (!why.empty()) {
+      write_message(error, len, why);
+      return AFZ_RUN_UNSUPPORTED;
+    }
+    Session& s = session();
+    std::lock_guard<std::mutex> lock(s.mu);
+    const RunError e = Runner(lib, s, *p).run();
+    if (e.code) write_message(error, len, e.message);
+    return e.code;
+  } catch (const std::exception& e) {
+    write_message(error, len, std::string("cudnn.sdpa: ") + e.what());
+    return 1;
+  }
+}
+
+constexpr afz_caps kCaps = {
+    AFZ_CAP_CAUSAL_TOP_LEFT | AFZ_CAP_CAUSAL_BOTTOM_RIGHT | AFZ_CAP_WINDOW | AFZ_CAP_BOOL_MASK | AFZ_CAP_ADD_MASK |
+        AFZ_CAP_VARLEN | AFZ_CAP_GQA | AFZ_CAP_LSE | AFZ_CAP_STRIDED | AFZ_CAP_DV_NE_D | AFZ_CAP_GPU,
+    (1u << AFZ_F16) | (1u << AFZ_BF16),
+    (1u << AFZ_F16) | (1u << AFZ_BF16),
+    /*min_head_dim=*/8, /*max_head_dim=*/256, /*head_dim_multiple=*/8,
+    /*max_seqlen=*/0};
+
+// What the graph specifies and cuDNN's fused kernel implements: Q.K^T on
+// tensor cores with fp32 accumulation (products of fp16/bf16 exact), the
+// scale multiply, masks and softmax statistics in fp32, P = E / L rounded to
+// the input dtype because bmm2's A operand must be the I/O type (the
+// tensor-core GEMM), P.V accumulated in fp32.  exp runs as ex2.approx.ftz
+// (the SFU: 2 ulps, subnormal results flushed) on an argument the kernel
+// rescales by log2(e) (another rounding): declared as 4 ulps.  Whether L sums
+// P before or after its rounding is not documented: the looser bound (0).
+constexpr afz_precision kPrecision = {AFZ_F32, AFZ_P_DTYPE_OF_V, AFZ_F32, /*exp_ulps=*/4.0f,
+                                      /*flush_subnormals=*/1, /*l_from_unrounded_p=*/0};
+// A row with no visible key: with the -inf fill the graph's own arithmetic
+// would give exp(-inf - -inf) = NaN, but cuDNN's flash kernel guards the row:
+// O = 0 and Stats = -inf, measured on an H200 with cuDNN 9.14 and 9.19 for
+// rows emptied by causal/window bounds, the boolean mask and -inf biases.
+// (Not documented.  A sequence with no key at all gives NaN instead:
+// seqlen_unsupported_reason declines it.)
+constexpr afz_conventions kConventions = {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_NEG_INF};
+
+const afz_kernel kKernel = {
+    "cudnn.sdpa",
+    "cuDNN fused flash-attention forward: the SDPA operation graph (Q.K^T, scale, bias, masks, softmax, P.V) through "
+    "cuDNN 9's backend API on its runtime-fusion engine; libcudnn dlopen'ed ($ATTNFUZZ_CUDNN_LIB or libcudnn.so.9)",
+    kCaps,
+    kPrecision,
+    kConventions,
+    &supports,
+    &run,
+    nullptr,
+};
+
+}  // namespace
+
+const afz_kernel& cudnn_sdpa_kernel() { return kKernel; }
+
+std::string cudnn_sdpa_unsupported_reason(const afz_problem& p, const CudnnLibrary& lib) {
+  if (!lib.loaded) return lib.describe();
+  if (std::string why = sdpa_unsupported_reason(p, lib.version, allow_unaligned_rows()); !why.empty()) return why;
+  return p.seqlens_q && p.seqlens_k ? seqlen_unsupported_reason(p, p.seqlens_q, p.seqlens_k) : "";
+}
+
+}  // namespace afz::cudnn
+
+namespace afz {
+
+// The version string records which cuDNN (and which file) this process
+// found; the workers load the same request ($ATTNFUZZ_CUDNN_LIB is inherited).
+void register_cudnn_kernels(KernelRegistry& r) {
+  r.add(&cudnn::cudnn_sdpa_kernel(), "builtin", cudnn_library_version());
+}
+
+}  // namespace afz
