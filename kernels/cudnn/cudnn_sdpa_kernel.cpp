@@ -37,14 +37,33 @@ constexpr size_t kPlanCacheEntries = 64;
 // both device tensors keep the 16-byte alignment the graph declares.
 constexpr size_t kSeqLenAlignElements = size_t(kTensorAlignment) / sizeof(int32_t);
 
+// The adapter's guards against cuDNN defects measured on the H200 (cuDNN
+// 9.14 and 9.19): `cudnn.sdpa` declines what cuDNN gets wrong, so a campaign
+// tests the rest; `cudnn.sdpa.raw` sends cuDNN everything it accepts, so
+// audits keep those defects on record with one-line repros.
+struct Guards {
+  // Row strides not a multiple of 8 elements: cuDNN builds a plan, then
+  // computes wrong O and LSE and writes into the row gaps.
+  bool unaligned_rows;
+  // A sequence with queries and no key: NaN in O and LSE, where a row emptied
+  // by a mask gets 0 and -inf.
+  bool keyless_sequences;
+};
+constexpr Guards kGuarded{true, true};
+constexpr Guards kRaw{false, false};
+
+const Guards& guards_of(const afz_kernel* self) {
+  return self && self->user ? *static_cast<const Guards*>(self->user) : kGuarded;
+}
+
 // Lifts the refusal of row strides that are not 16-byte multiples, to
 // reproduce cuDNN's wrong results on them through the harness (sdpa_graph.h).
-bool allow_unaligned_rows() {
+bool allow_unaligned_rows(const Guards& g) {
   static const bool allow = [] {
     const char* v = std::getenv("ATTNFUZZ_CUDNN_ALLOW_UNALIGNED_ROWS");
     return v && std::string(v) == "1";
   }();
-  return allow;
+  return allow || !g.unaligned_rows;
 }
 
 void write_message(char* buf, size_t len, std::string msg) {
@@ -146,14 +165,15 @@ RunError ensure(DeviceBuffer* b, size_t bytes, const char* what) {
 
 class Runner {
  public:
-  Runner(const CudnnLibrary& lib, Session& s, const afz_problem& p)
-      : lib_(lib), api_(lib.api), s_(s), p_(p), run_(p), stream_(static_cast<cudaStream_t>(p.stream)) {}
+  Runner(const CudnnLibrary& lib, Session& s, const afz_problem& p, const Guards& g)
+      : lib_(lib), api_(lib.api), s_(s), p_(p), guards_(g), run_(p), stream_(static_cast<cudaStream_t>(p.stream)) {}
 
   RunError run() {
     AFZ_TRY(prepare_handle());
     AFZ_TRY(copy_seqlens());
-    if (std::string why = seqlen_unsupported_reason(p_, s_.host_q.data(), s_.host_k.data()); !why.empty())
-      return unsupported(why);
+    if (guards_.keyless_sequences)
+      if (std::string why = seqlen_unsupported_reason(p_, s_.host_q.data(), s_.host_k.data()); !why.empty())
+        return unsupported(why);
     if (p_.bool_mask.data) AFZ_TRY(merge_bool_mask());
     AFZ_TRY(redirect_short_outputs());
 
@@ -356,6 +376,7 @@ class Runner {
   const CudnnApi& api_;
   Session& s_;
   const afz_problem& p_;  // as the harness gave it
+  const Guards& guards_;
   afz_problem run_;       // as cuDNN sees it: the merged bias, scratch outputs
   cudaStream_t stream_;
   int device_ = 0;
@@ -368,9 +389,16 @@ class Runner {
 #undef AFZ_TRY
 #undef AFZ_TRY_CUDA
 
+std::string unsupported_reason_with(const afz_problem& p, const CudnnLibrary& lib, const Guards& g) {
+  if (!lib.loaded) return lib.describe();
+  if (std::string why = sdpa_unsupported_reason(p, lib.version, allow_unaligned_rows(g)); !why.empty()) return why;
+  if (!g.keyless_sequences || !p.seqlens_q || !p.seqlens_k) return "";
+  return seqlen_unsupported_reason(p, p.seqlens_q, p.seqlens_k);
+}
+
 // In the harness, on the host problem: seq lengths readable, no CUDA call.
-int supports(const afz_kernel*, const afz_problem* p, char* reason, size_t len) {
-  const std::string why = cudnn_sdpa_unsupported_reason(*p, cudnn_library());
+int supports(const afz_kernel* self, const afz_problem* p, char* reason, size_t len) {
+  const std::string why = unsupported_reason_with(*p, cudnn_library(), guards_of(self));
   if (why.empty()) return 0;
   write_message(reason, len, why);
   return 1;
@@ -378,20 +406,20 @@ int supports(const afz_kernel*, const afz_problem* p, char* reason, size_t len) 
 
 // In the worker, on the device problem: only shapes are read before the
 // seq lengths are copied.
-int run(const afz_kernel*, const afz_problem* p, char* error, size_t len) {
+int run(const afz_kernel* self, const afz_problem* p, char* error, size_t len) {
   try {
     const CudnnLibrary& lib = cudnn_library();
     // The harness asked supports() in its own process; the worker may have
     // found another library (or none): say so, do not run.
     const std::string why =
-        lib.loaded ? sdpa_unsupported_reason(*p, lib.version, allow_unaligned_rows()) : lib.describe();
+        lib.loaded ? sdpa_unsupported_reason(*p, lib.version, allow_unaligned_rows(guards_of(self))) : lib.describe();
     if (!why.empty()) {
       write_message(error, len, why);
       return AFZ_RUN_UNSUPPORTED;
     }
     Session& s = session();
     std::lock_guard<std::mutex> lock(s.mu);
-    const RunError e = Runner(lib, s, *p).run();
+    const RunError e = Runner(lib, s, *p, guards_of(self)).run();
     if (e.code) write_message(error, len, e.message);
     return e.code;
   } catch (const std::exception& e) {
@@ -435,17 +463,29 @@ const afz_kernel kKernel = {
     kConventions,
     &supports,
     &run,
-    nullptr,
+    const_cast<Guards*>(&kGuarded),
+};
+
+const afz_kernel kRawKernel = {
+    "cudnn.sdpa.raw",
+    "cudnn.sdpa without the adapter's guards against measured cuDNN defects: row strides that are not a multiple "
+    "of 8 elements (wrong O, writes into row gaps) and sequences with queries but no key (NaN O and LSE) go to "
+    "cuDNN as it accepts them",
+    kCaps,
+    kPrecision,
+    kConventions,
+    &supports,
+    &run,
+    const_cast<Guards*>(&kRaw),
 };
 
 }  // namespace
 
 const afz_kernel& cudnn_sdpa_kernel() { return kKernel; }
+const afz_kernel& cudnn_sdpa_raw_kernel() { return kRawKernel; }
 
 std::string cudnn_sdpa_unsupported_reason(const afz_problem& p, const CudnnLibrary& lib) {
-  if (!lib.loaded) return lib.describe();
-  if (std::string why = sdpa_unsupported_reason(p, lib.version, allow_unaligned_rows()); !why.empty()) return why;
-  return p.seqlens_q && p.seqlens_k ? seqlen_unsupported_reason(p, p.seqlens_q, p.seqlens_k) : "";
+  return unsupported_reason_with(p, lib, kGuarded);
 }
 
 }  // namespace afz::cudnn
@@ -456,6 +496,7 @@ namespace afz {
 // found; the workers load the same request ($ATTNFUZZ_CUDNN_LIB is inherited).
 void register_cudnn_kernels(KernelRegistry& r) {
   r.add(&cudnn::cudnn_sdpa_kernel(), "builtin", cudnn_library_version());
+  r.add(&cudnn::cudnn_sdpa_raw_kernel(), "builtin", cudnn_library_version());
 }
 
 }  // namespace afz

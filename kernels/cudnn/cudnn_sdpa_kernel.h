@@ -10,6 +10,8 @@
 namespace afz::cudnn {
 
 const afz_kernel& cudnn_sdpa_kernel();
+// The same without the guards against measured cuDNN defects (cudnn_sdpa_kernel.cpp).
+const afz_kernel& cudnn_sdpa_raw_kernel();
 
 // supports()'s answer on the HOST problem (it reads the seq lengths) against
 // a given library: the library's load error when it did not load, else what

@@ -42,7 +42,7 @@ export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
 $AF --kernel-lib "$TL" kernels > "$R/kernels.txt" 2>&1; cat "$R/kernels.txt" | grep -A2 '^cudnn\|^torch'
 
 step "convention table"
-timeout 180 $AF --kernel-lib "$TL" conventions --kernel cudnn.sdpa,$TORCH_KERNELS,gpu.fa2 --out "$R/conventions.md" \
+timeout 180 $AF --kernel-lib "$TL" conventions --kernel cudnn.sdpa,cudnn.sdpa.raw,$TORCH_KERNELS,gpu.fa2 --out "$R/conventions.md" \
   > "$R/conventions.log" 2>&1; tail -20 "$R/conventions.log"
 
 step "seed corpus on every kernel"
@@ -52,8 +52,10 @@ for k in cudnn.sdpa ${TORCH_KERNELS//,/ }; do
 done
 
 step "audit: cudnn.sdpa against the system cuDNN"
+# cudnn.sdpa.raw beside it: without the adapter's guards against the cuDNN
+# defects found by its first H200 runs, so they are on record with repros.
 ( unset ATTNFUZZ_CUDNN_LIB
-  timeout $((audit_s + sweep_s + 120)) $AF audit --kernel cudnn.sdpa --time $audit_s --sweep-time $sweep_s --jobs 16 \
+  timeout $((audit_s + sweep_s + 120)) $AF audit --kernel cudnn.sdpa,cudnn.sdpa.raw --time $audit_s --sweep-time $sweep_s --jobs 16 \
     --minimize-time 10 --out "$R/audit_cudnn" > "$R/audit_cudnn.log" 2>&1; echo "rc=$?" )
 tail -12 "$R/audit_cudnn.log"
 

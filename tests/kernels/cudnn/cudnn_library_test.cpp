@@ -134,5 +134,31 @@ TEST(CudnnSdpaKernel, SupportsAnswersFromTheProcessLibrary) {
   EXPECT_NE(std::string(reason).find("softcap"), std::string::npos) << reason;
 }
 
+// cudnn.sdpa declines what cuDNN is measured to get wrong; cudnn.sdpa.raw
+// sends it, so an audit keeps the defect on record.
+TEST(CudnnSdpaKernel, RawVariantSendsWhatTheGuardedKernelDeclines) {
+  if (!cudnn_library().loaded) GTEST_SKIP() << "libcudnn not loadable here";
+  const afz_kernel& guarded = cudnn_sdpa_kernel();
+  const afz_kernel& raw = cudnn_sdpa_raw_kernel();
+  EXPECT_STREQ(raw.name, "cudnn.sdpa.raw");
+  EXPECT_EQ(raw.caps.flags, guarded.caps.flags);
+  testing::Shape s;
+  testing::ShapeProblem keyless(s);
+  keyless.seqlens({48, 48}, {80, 0});
+  char reason[256] = {0};
+  EXPECT_EQ(guarded.supports(&guarded, &keyless.problem(), reason, sizeof reason), 1);
+  EXPECT_NE(std::string(reason).find("no key"), std::string::npos) << reason;
+  EXPECT_EQ(raw.supports(&raw, &keyless.problem(), reason, sizeof reason), 0) << reason;
+  // A row stride one element past 64: not a multiple of 8.
+  testing::ShapeProblem gap(s);
+  for (afz_tensor* t : {&gap.problem().q, &gap.problem().k, &gap.problem().v, &gap.problem().o}) {
+    t->stride[2] = s.d + 1;
+    t->stride[1] = t->stride[2] * (t == &gap.problem().q || t == &gap.problem().o ? s.sq : s.skv);
+    t->stride[0] = t->stride[1] * s.heads_q;
+  }
+  EXPECT_EQ(guarded.supports(&guarded, &gap.problem(), reason, sizeof reason), 1);
+  EXPECT_EQ(raw.supports(&raw, &gap.problem(), reason, sizeof reason), 0) << reason;
+}
+
 }  // namespace
 }  // namespace afz::cudnn
