@@ -1,0 +1,336 @@
+// PyTorch's attention backends behind the kernel ABI, each called through
+// the dispatcher by its schema name (torch_ops.h) so one source serves every
+// libtorch version.  What each declares (caps, precision, conventions) is
+// read from PyTorch's sources; the reasons are next to the tables below and
+// in README.md.  All run on the GPU: run() gets device pointers in the
+// attnfuzz worker, supports() reads the host problem's shapes only.
+#include "builtin_kernels.h"
+
+#include <ATen/Context.h>
+#include <torch/version.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "messages.h"
+#include "problem_run.h"
+#include "torch_ops.h"
+#include "torch_views.h"
+
+namespace afz::torchk {
+namespace {
+
+enum class Kind { Flash, Efficient, Cudnn, Math, FlashVarlen };
+
+// Head dims of the fused kernels: 16-bit elements in 16-byte vectors, so a
+// multiple of 8 (FlashAttention-2 checks it, the memory-efficient kernel
+// finds no aligned kernel otherwise, sdpa pads to it before calling them);
+// FlashAttention-2's forward and cuDNN 9's fused fprop stop at 256.
+constexpr int32_t kFusedHeadDimMultiple = 8;
+constexpr int32_t kFusedMinHeadDim = 8;
+constexpr int32_t kFlashMaxHeadDim = 256;
+constexpr int32_t kCudnnMaxHeadDim = 256;
+// The memory-efficient kernel (a gmem-accumulating variant) and the math
+// path have no head-dim limit of their own.
+constexpr int32_t kNoHeadDimLimit = std::numeric_limits<int32_t>::max();
+// PyTorch's sdpa pads attn_bias's key dimension to 16 elements before the
+// memory-efficient kernel (preprocess_mask), whose check_supported() wants
+// every bias row aligned; we allocate the bias the same way for cuDNN too.
+constexpr int64_t kBiasKeyAlignment = 16;
+constexpr uint32_t kHalfTypes = (1u << AFZ_F16) | (1u << AFZ_BF16);
+// (output, logsumexp, ...): the LSE's place in every fused schema's returns.
+constexpr size_t kLseReturn = 1;
+constexpr uint32_t kMathTypes = kHalfTypes | (1u << AFZ_F32);
+
+// ---- Precision models ------------------------------------------------------
+//
+// FlashAttention-2 as vendored in PyTorch (flash_attn/softmax.h): q.k on
+// tensor cores in fp32; exp2f(s * scale_log2 - m * scale_log2) with the
+// product rounded on its own (UNFUSE_FMA); the row sum l adds the fp32 P
+// before P is converted to the input dtype for the P.V GEMM (l from the
+// unrounded P); acc fp32, O = acc * (1 / l).  exp_ulps 4, not 2: mha_fwd
+// picks split-KV by an occupancy heuristic for small batch*heads, and the
+// combine kernel weighs each split by one more exp; the LSE is
+// m * scale + __logf(l), a fast log whose absolute error (~2^-21.4 near
+// l = 1) the bound charges through exp_ulps.  Subnormal exp results may
+// flush (fast-math exp2 on the SFU).
+constexpr afz_precision kFlashPrecision = {AFZ_F32, AFZ_P_DTYPE_OF_V, AFZ_F32, /*exp_ulps=*/4.0f,
+                                           /*flush_subnormals=*/1, /*l_from_unrounded_p=*/1};
+// The CUTLASS memory-efficient kernel (mem_eff_attention/kernel_forward.h):
+// s = (q.k) * scale (+ bias) in fp32, times log2 e, exp2f(s - m); s_prime
+// sums the fp32 exps; P goes to shared memory as scalar_t (the input dtype)
+// for the second GEMM; the output accumulates in fp32 (registers or an fp32
+// buffer); O = acc * (1 / s_prime).  No split-KV; the LSE is
+// m / log2 e + fast_log(s_prime): 3 ulps covers exp2f's 2 and the fast log.
+constexpr afz_precision kEfficientPrecision = {AFZ_F32, AFZ_P_DTYPE_OF_V, AFZ_F32, /*exp_ulps=*/3.0f,
+                                               /*flush_subnormals=*/1, /*l_from_unrounded_p=*/1};
+// cuDNN's fused flash fprop (closed source): PyTorch builds the graph with
+// fp32 intermediate and compute types and 16-bit io, so scores and stats are
+// fp32 and P enters the P.V GEMM in the io dtype.  Whether l sums P before or
+// after that rounding is not documented: declared 0, the looser LSE bound.
+// exp_ulps as FlashAttention-2 (SFU exp2, possible split-KV, fast log).
+constexpr afz_precision kCudnnPrecision = {AFZ_F32, AFZ_P_DTYPE_OF_V, AFZ_F32, /*exp_ulps=*/4.0f,
+                                           /*flush_subnormals=*/1, /*l_from_unrounded_p=*/0};
+// aten::_scaled_dot_product_attention_math (transformers/attention.cpp):
+// unless allow_fp16_bf16_reduction_math_sdp is set (run() refuses then),
+// fp16/bf16 q, k, v are converted to fp32 first; q and k are each scaled by
+// sqrt(scale) in fp32, S = q k^T by an fp32 GEMM (no TF32: refused too), the
+// mask added in fp32, _safe_softmax in fp32 (expf, then each weight divided
+// by the row sum: P stays fp32 and is normalized BEFORE P.V, so exp_ulps 3 =
+// expf's 2 + that division), P.V by an fp32 GEMM, then ONE rounding of O to
+// the input dtype.  IEEE expf: no flushing.  The two sqrt(scale) products
+// round once more each than the bound's "one rounding for the scale".
+constexpr afz_precision kMathPrecision = {AFZ_F32, AFZ_F32, AFZ_F32, /*exp_ulps=*/3.0f,
+                                          /*flush_subnormals=*/0, /*l_from_unrounded_p=*/1};
+
+// ---- Conventions -----------------------------------------------------------
+// FlashAttention-2: a row with no visible key (seqlen_k == 0, or a causal /
+// window band that misses every key) gets O = 0 and LSE = +inf
+// (normalize_softmax_lse; mha_fwd's seqlen_k == 0 branch fills +inf).
+constexpr afz_conventions kFlashConventions = {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_POS_INF};
+// Memory-efficient: O = 0 (the normalizer's s_prime == 0 guard).  Its LSE
+// for such a row is neither -inf nor +inf: PyTorch >= 2.5 sets m = 0 and
+// l = 1 there "so that log(1) = 0" (seen on the H200: LSE = 0), a value the
+// ABI has no convention for (AFZ_EMPTY_LSE_* lacks ZERO), so the harness
+// reports these rows; -inf, log(0), is what an empty row's LSE is.  With
+// seqlen_k == 0 it zeroes O and leaves the LSE unwritten (seen: 0, -0.31).
+constexpr afz_conventions kEfficientConventions = {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_NEG_INF};
+// cuDNN: undocumented; seen on the H200 (cuDNN 9.19.0, PyTorch 2.11.0) for a
+// row masked by attn_bias: O = 0, LSE = -inf.
+constexpr afz_conventions kCudnnConventions = {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_NEG_INF};
+// Math: _safe_softmax turns an all -inf row into zeros, so O = 0.  No LSE.
+constexpr afz_conventions kMathConventions = {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_NEG_INF};
+
+// ---- Capabilities ----------------------------------------------------------
+// Both causal alignments are declared; supports() declines the one the
+// operator does not implement unless, sequence by sequence, the two give the
+// same mask (seqlen_q == seqlen_k).  VARLEN: the fixed-length operators run a
+// ragged batch one sequence per call (exact lengths, batch of one).
+constexpr uint32_t kBothAlignments = AFZ_CAP_CAUSAL_TOP_LEFT | AFZ_CAP_CAUSAL_BOTTOM_RIGHT;
+constexpr uint32_t kFused = kBothAlignments | AFZ_CAP_VARLEN | AFZ_CAP_GQA | AFZ_CAP_LSE | AFZ_CAP_STRIDED | AFZ_CAP_GPU;
+constexpr uint32_t kMasks = AFZ_CAP_BOOL_MASK | AFZ_CAP_ADD_MASK;
+
+struct Builtin final : Backend {
+  Kind kind;
+  const char* op_name;
+  afz_align native_alignment;
+
+  Builtin(Kind k, const char* op, afz_align a) : kind(k), op_name(op), native_alignment(a) {}
+
+  bool on_cuda() const override { return true; }
+  bool packed() const override { return kind == Kind::FlashVarlen; }
+  bool returns_lse() const override { return kind != Kind::Math; }
+  std::string missing() const override {
+    std::string why;
+    return Op::find(op_name, &why) ? "" : why;
+  }
+  CallResult run_slice(const ProblemTensors& t, const SliceTensors& in, SliceOutputs* out) const override;
+  CallResult run_packed(const ProblemTensors& t, const PackedTensors& in, PackedOutputs* out) const override;
+
+ private:
+  CallResult call(const std::vector<Arg>& args) const {
+    std::string why;
+    const std::optional<Op> op = Op::find(op_name, &why);
+    if (!op) return CallResult::unsupported(why);
+    CallResult r = op->call(args);
+    if (r.status != CallResult::Ok) r.message = std::string(op_name) + ": " + r.message;
+    return r;
+  }
+  CallResult refuse(const std::string& why) const { return CallResult::unsupported(std::string(op_name) + ": " + why); }
+  CallResult bad_output(const std::string& why) const { return CallResult::failed(std::string(op_name) + ": " + why); }
+  // The math path's declared fp32 model holds only with torch's defaults.
+  std::string math_precision_changed() const;
+};
+
+std::string Builtin::math_precision_changed() const {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+  if (at::globalContext().allowFP16BF16ReductionMathSDP())
+    return "fp16/bf16 reductions are enabled for the math path (allow_fp16_bf16_reduction_math_sdp): "
+           "the declared fp32 precision model would not hold";
+#endif
+  if (at::globalContext().allowTF32CuBLAS())
+    return "TF32 matmuls are enabled (allow_tf32 / float32_matmul_precision): the declared fp32 precision model "
+           "would not hold";
+  return "";
+}
+
+CallResult Builtin::run_slice(const ProblemTensors& t, const SliceTensors& in, SliceOutputs* out) const {
+  const afz_problem& p = *t.p;
+  const at::Tensor q = unit_inner_stride(in.q);
+  at::Tensor k = unit_inner_stride(in.k), v = unit_inner_stride(in.v);
+  std::vector<Arg> args = {{"query", q}, {"key", k}, {"value", v}, {"dropout_p", c10::IValue(0.0)},
+                           {"is_causal", c10::IValue(is_causal_band(p))}, {"scale", c10::IValue(double(p.scale))}};
+  switch (kind) {
+    case Kind::Flash:
+      args.push_back({"return_debug_mask", c10::IValue(false), false});
+      break;
+    case Kind::Efficient:
+    case Kind::Cudnn: {
+      if (kind == Kind::Efficient) {
+        // Its schema has one head count for q, k and v.
+        args[1].value = repeat_kv_heads(k, p.heads_q);
+        args[2].value = repeat_kv_heads(v, p.heads_q);
+      }
+      const Bias b = additive_bias(in.bool_mask, in.add_mask, p.heads_q, q.scalar_type(), kBiasKeyAlignment);
+      if (!b.inexact.empty()) return refuse(b.inexact);
+      args.push_back({"attn_bias", b.bias.defined() ? c10::IValue(b.bias) : c10::IValue(), b.bias.defined()});
+      args.push_back({"compute_log_sumexp", c10::IValue(in.want_lse)});
+      if (kind == Kind::Cudnn) args.push_back({"return_debug_mask", c10::IValue(false), false});
+      break;
+    }
+    case Kind::Math: {
+      if (std::string why = math_precision_changed(); !why.empty()) return refuse(why);
+      // An fp32 mask: the math path adds it to fp32 scores, no rounding.
+      const Bias b = additive_bias(in.bool_mask, in.add_mask, p.heads_q, at::kFloat, /*key_pad=*/1);
+      args.push_back({"attn_mask", b.bias.defined() ? c10::IValue(b.bias) : c10::IValue(), b.bias.defined()});
+      const bool gqa = p.heads_q != p.heads_kv;
+      args.push_back({"enable_gqa", c10::IValue(gqa), gqa});
+      break;
+    }
+    case Kind::FlashVarlen:
+      return bad_output("a packed operator has no fixed-length call");
+  }
+  CallResult r = call(args);
+  if (r.status != CallResult::Ok) return r;
+  if (std::string e = tensor_output(r, 0, "output", &out->o); !e.empty()) return bad_output(e);
+  if (in.want_lse)
+    if (std::string e = tensor_output(r, kLseReturn, "logsumexp", &out->lse); !e.empty()) return bad_output(e);
+  return r;
+}
+
+CallResult Builtin::run_packed(const ProblemTensors& t, const PackedTensors& in, PackedOutputs* out) const {
+  const afz_problem& p = *t.p;
+  const bool causal = is_causal_band(p);
+  std::vector<Arg> args = {{"query", in.q},
+                           {"key", in.k},
+                           {"value", in.v},
+                           {"cum_seq_q", in.cu_seqlens_q},
+                           {"cum_seq_k", in.cu_seqlens_k},
+                           {"max_q", c10::IValue(in.max_q)},
+                           {"max_k", c10::IValue(in.max_k)},
+                           {"dropout_p", c10::IValue(0.0)},
+                           {"is_causal", c10::IValue(causal)},
+                           {"return_debug_mask", c10::IValue(false)},
+                           {"scale", c10::IValue(double(p.scale))}};
+  if (has_band_mask(p) && !causal) {
+    // FlashAttention's convention: -1 is an unbounded side.
+    const int64_t left = p.window_left < 0 ? -1 : p.window_left, right = p.window_right < 0 ? -1 : p.window_right;
+    args.push_back({"window_size_left", c10::IValue(left)});
+    args.push_back({"window_size_right", c10::IValue(right)});
+  }
+  CallResult r = call(args);
+  if (r.status != CallResult::Ok) return r;
+  if (std::string e = tensor_output(r, 0, "output", &out->o); !e.empty()) return bad_output(e);
+  if (in.want_lse) {
+    if (std::string e = tensor_output(r, kLseReturn, "softmax_logsumexp", &out->lse); !e.empty())
+      return bad_output(e);
+    // FlashAttention >= 2.5 returns the varlen LSE unpadded [Hq][total_q];
+    // older versions padded it per sequence [B][Hq][max_q].
+    out->lse_layout = out->lse.dim() == 3 ? PackedLse::BatchHeadsPadded : PackedLse::HeadsByTokens;
+  }
+  return r;
+}
+
+// supports(): what the caps cannot say.  Host problem: shapes only.
+int supports(const afz_kernel* self, const afz_problem* p, char* reason, size_t len) {
+  const auto& b = *static_cast<const Builtin*>(self->user);
+  if (std::string why = dtype_agreement(*p, /*out_same_as_in=*/true); !why.empty()) {
+    write_message(reason, len, why);
+    return 1;
+  }
+  if (has_band_mask(*p) && p->align != b.native_alignment && !alignments_coincide(*p)) {
+    const bool native_br = b.native_alignment == AFZ_ALIGN_BOTTOM_RIGHT;
+    write_message(reason, len,
+                  std::string(b.op_name) + " aligns causal and window masks " +
+                      (native_br ? "bottom-right" : "top-left") + "; " + (native_br ? "top-left" : "bottom-right") +
+                      " differs where seqlen_q != seqlen_k");
+    return 1;
+  }
+  return 0;
+}
+
+int run(const afz_kernel* self, const afz_problem* p, char* error, size_t len) {
+  return run_backend(*static_cast<const Builtin*>(self->user), p, error, len);
+}
+
+struct Entry {
+  const char* name;
+  const char* description;
+  Builtin backend;
+  afz_caps caps;
+  afz_precision precision;
+  afz_conventions conventions;
+};
+
+Entry* entries(size_t* count) {
+  static Entry table[] = {
+      {"torch.flash",
+       "PyTorch aten::_scaled_dot_product_flash_attention (vendored FlashAttention-2): fp16/bf16, head_dim 8..256 "
+       "step 8, causal aligned bottom-right (top-left only where seqlen_q == seqlen_k), GQA native, LSE; a ragged "
+       "batch runs one sequence per call",
+       Builtin(Kind::Flash, "aten::_scaled_dot_product_flash_attention", AFZ_ALIGN_BOTTOM_RIGHT),
+       {kFused, kHalfTypes, kHalfTypes, kFusedMinHeadDim, kFlashMaxHeadDim, kFusedHeadDimMultiple, 0},
+       kFlashPrecision, kFlashConventions},
+      {"torch.efficient",
+       "PyTorch aten::_scaled_dot_product_efficient_attention (CUTLASS memory-efficient): fp16/bf16, head_dim "
+       "multiple of 8, head_dim_v may differ, causal top-left, boolean and additive masks as a 16-bit attn_bias "
+       "(values it cannot hold are refused), GQA by repeating K/V heads (exact copy), LSE; a ragged batch runs one "
+       "sequence per call",
+       Builtin(Kind::Efficient, "aten::_scaled_dot_product_efficient_attention", AFZ_ALIGN_TOP_LEFT),
+       {kFused | kMasks | AFZ_CAP_DV_NE_D, kHalfTypes, kHalfTypes, kFusedMinHeadDim, kNoHeadDimLimit,
+        kFusedHeadDimMultiple, 0},
+       kEfficientPrecision, kEfficientConventions},
+      {"torch.cudnn",
+       "PyTorch aten::_scaled_dot_product_cudnn_attention (cuDNN fused flash fprop): fp16/bf16, head_dim 8..256 "
+       "step 8, head_dim_v may differ, causal top-left, boolean and additive masks as a 16-bit attn_bias (values "
+       "it cannot hold are refused), GQA native, LSE; a ragged batch runs one sequence per call",
+       Builtin(Kind::Cudnn, "aten::_scaled_dot_product_cudnn_attention", AFZ_ALIGN_TOP_LEFT),
+       {kFused | kMasks | AFZ_CAP_DV_NE_D, kHalfTypes, kHalfTypes, kFusedMinHeadDim, kCudnnMaxHeadDim,
+        kFusedHeadDimMultiple, 0},
+       kCudnnPrecision, kCudnnConventions},
+      {"torch.math",
+       "PyTorch aten::_scaled_dot_product_attention_math: fp16/bf16 computed in fp32 (scores, softmax, P and P.V; "
+       "O rounded once to the input dtype), fp32 too; causal top-left, masks as an fp32 attn_mask, GQA via "
+       "enable_gqa, no LSE; a ragged batch runs one sequence per call",
+       Builtin(Kind::Math, "aten::_scaled_dot_product_attention_math", AFZ_ALIGN_TOP_LEFT),
+       {kBothAlignments | kMasks | AFZ_CAP_VARLEN | AFZ_CAP_GQA | AFZ_CAP_STRIDED | AFZ_CAP_DV_NE_D | AFZ_CAP_GPU,
+        kMathTypes, kMathTypes, 1, kNoHeadDimLimit, 1, 0},
+       kMathPrecision, kMathConventions},
+      {"torch.flash_varlen",
+       "PyTorch aten::_flash_attention_forward on packed tokens with cumulative sequence lengths (FlashAttention-2 "
+       "varlen): fp16/bf16, head_dim 8..256 step 8, causal and sliding windows aligned bottom-right (top-left only "
+       "where seqlen_q == seqlen_k), GQA native, zero-length sequences, LSE",
+       Builtin(Kind::FlashVarlen, "aten::_flash_attention_forward", AFZ_ALIGN_BOTTOM_RIGHT),
+       {kFused | AFZ_CAP_WINDOW, kHalfTypes, kHalfTypes, kFusedMinHeadDim, kFlashMaxHeadDim, kFusedHeadDimMultiple, 0},
+       kFlashPrecision, kFlashConventions},
+  };
+  *count = sizeof table / sizeof table[0];
+  return table;
+}
+
+}  // namespace
+
+const std::vector<afz_kernel>& builtin_kernels() {
+  static const std::vector<afz_kernel> kernels = [] {
+    size_t n = 0;
+    Entry* table = entries(&n);
+    std::vector<afz_kernel> ks;
+    for (size_t i = 0; i < n; ++i) {
+      afz_kernel k{};
+      k.name = table[i].name;
+      k.description = table[i].description;
+      k.caps = table[i].caps;
+      k.precision = table[i].precision;
+      k.conventions = table[i].conventions;
+      k.supports = &supports;
+      k.run = &run;
+      k.user = &table[i].backend;
+      ks.push_back(k);
+    }
+    return ks;
+  }();
+  return kernels;
+}
+
+}  // namespace afz::torchk

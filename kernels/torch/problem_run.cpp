@@ -1,0 +1,221 @@
+#include "problem_run.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <sstream>
+
+#include "messages.h"
+#include "torch_cuda.h"
+
+namespace afz::torchk {
+
+namespace {
+
+std::string shape_text(at::IntArrayRef s) {
+  std::ostringstream out;
+  out << s;
+  return out.str();
+}
+
+ProblemTensors view_problem(const afz_problem& p, at::Device device, bool with_lse) {
+  ProblemTensors t;
+  t.p = &p;
+  t.device = device;
+  const int64_t B = p.batch, hq = p.heads_q, hkv = p.heads_kv, sq = p.max_seqlen_q, sk = p.max_seqlen_k;
+  t.q = wrap(p.q, {B, hq, sq, p.head_dim}, device);
+  t.k = wrap(p.k, {B, hkv, sk, p.head_dim}, device);
+  t.v = wrap(p.v, {B, hkv, sk, p.head_dim_v}, device);
+  t.o = wrap(p.o, {B, hq, sq, p.head_dim_v}, device);
+  if (with_lse) t.lse = wrap_lse(p, device);
+  if (p.bool_mask.data) t.bool_mask = wrap(p.bool_mask, {B, hq, sq, sk}, device);
+  if (p.add_mask.data) t.add_mask = wrap(p.add_mask, {B, hq, sq, sk}, device);
+  t.seqlens_q = host_int32(p.seqlens_q, B, device);
+  t.seqlens_k = host_int32(p.seqlens_k, B, device);
+  return t;
+}
+
+at::Tensor narrow_mask(const at::Tensor& m, const Slice& s) {
+  if (!m.defined()) return m;
+  return m.narrow(0, s.b0, s.n).narrow(2, 0, s.sq).narrow(3, 0, s.sk);
+}
+
+// Copies a returned tensor into the problem's view after checking its shape:
+// copy_ would broadcast a wrong but compatible shape without a word.
+std::string copy_checked(at::Tensor dst, const at::Tensor& src, const char* what) {
+  if (src.sizes() != dst.sizes())
+    return std::string("the operator returned ") + what + " of shape " + shape_text(src.sizes()) + ", expected " +
+           shape_text(dst.sizes());
+  dst.copy_(src);
+  return "";
+}
+
+// [n][Hq][>= sq] (the memory-efficient kernel pads the query dimension to
+// a multiple of 32) or [n][Hq][sq][1] (cuDNN's statistics) -> [n][Hq][sq].
+std::string lse_rows(const at::Tensor& lse, int64_t n, int64_t heads, int64_t sq, at::Tensor* out) {
+  at::Tensor t = lse;
+  if (t.dim() == 4 && t.size(3) == 1) t = t.select(3, 0);
+  if (t.dim() != 3 || t.size(0) != n || t.size(1) != heads || t.size(2) < sq)
+    return "the operator returned an LSE of shape " + shape_text(lse.sizes()) + ", expected [" + std::to_string(n) +
+           ", " + std::to_string(heads) + ", >= " + std::to_string(sq) + "]";
+  *out = t.narrow(2, 0, sq);
+  return "";
+}
+
+CallResult run_slices(const Backend& backend, const ProblemTensors& t) {
+  const afz_problem& p = *t.p;
+  for (const Slice& s : plan_slices(t.seqlens_q, t.seqlens_k)) {
+    SliceTensors in;
+    in.q = t.q.narrow(0, s.b0, s.n).narrow(2, 0, s.sq);
+    in.k = t.k.narrow(0, s.b0, s.n).narrow(2, 0, s.sk);
+    in.v = t.v.narrow(0, s.b0, s.n).narrow(2, 0, s.sk);
+    in.bool_mask = narrow_mask(t.bool_mask, s);
+    in.add_mask = narrow_mask(t.add_mask, s);
+    in.sq = s.sq;
+    in.sk = s.sk;
+    in.want_lse = t.lse.defined();
+    SliceOutputs out;
+    CallResult r = backend.run_slice(t, in, &out);
+    if (r.status != CallResult::Ok) return r;
+    if (!out.o.defined()) return CallResult::failed("the operator returned no O");
+    if (std::string e = copy_checked(t.o.narrow(0, s.b0, s.n).narrow(2, 0, s.sq), out.o, "O"); !e.empty())
+      return CallResult::failed(e);
+    if (t.lse.defined()) {
+      if (!out.lse.defined()) return CallResult::failed("the operator returned no LSE");
+      at::Tensor rows;
+      if (std::string e = lse_rows(out.lse, s.n, p.heads_q, s.sq, &rows); !e.empty()) return CallResult::failed(e);
+      if (std::string e = copy_checked(t.lse.narrow(0, s.b0, s.n).narrow(2, 0, s.sq), rows, "LSE"); !e.empty())
+        return CallResult::failed(e);
+    }
+  }
+  return {};
+}
+
+PackedTensors pack(const ProblemTensors& t) {
+  PackedTensors pk;
+  const int64_t batch = int64_t(t.seqlens_q.size());
+  std::vector<at::Tensor> qs, ks, vs;
+  std::vector<int32_t> cu_q{0}, cu_k{0};
+  for (int64_t b = 0; b < batch; ++b) {
+    const int32_t sq = t.seqlens_q[size_t(b)], sk = t.seqlens_k[size_t(b)];
+    // [H][s][D] -> [s][H][D]: FlashAttention's token-major packing.
+    qs.push_back(t.q.select(0, b).narrow(1, 0, sq).transpose(0, 1));
+    ks.push_back(t.k.select(0, b).narrow(1, 0, sk).transpose(0, 1));
+    vs.push_back(t.v.select(0, b).narrow(1, 0, sk).transpose(0, 1));
+    pk.start_q.push_back(cu_q.back());
+    cu_q.push_back(cu_q.back() + sq);
+    cu_k.push_back(cu_k.back() + sk);
+    pk.max_q = std::max<int64_t>(pk.max_q, sq);
+    pk.max_k = std::max<int64_t>(pk.max_k, sk);
+  }
+  pk.total_q = cu_q.back();
+  pk.q = at::cat(qs, 0).contiguous();
+  pk.k = at::cat(ks, 0).contiguous();
+  pk.v = at::cat(vs, 0).contiguous();
+  pk.cu_seqlens_q = device_int32(cu_q, t.device);
+  pk.cu_seqlens_k = device_int32(cu_k, t.device);
+  pk.want_lse = t.lse.defined();
+  return pk;
+}
+
+CallResult run_packed(const Backend& backend, const ProblemTensors& t) {
+  const afz_problem& p = *t.p;
+  const PackedTensors pk = pack(t);
+  if (pk.total_q == 0) return {};  // no query anywhere: nothing to write
+  PackedOutputs out;
+  CallResult r = backend.run_packed(t, pk, &out);
+  if (r.status != CallResult::Ok) return r;
+  const std::vector<int64_t> o_shape = {pk.total_q, p.heads_q, p.head_dim_v};
+  if (!out.o.defined() || out.o.sizes() != at::IntArrayRef(o_shape))
+    return CallResult::failed("the operator returned O of shape " +
+                              (out.o.defined() ? shape_text(out.o.sizes()) : std::string("(none)")) + ", expected " +
+                              shape_text(o_shape));
+  const bool write_lse = t.lse.defined();
+  if (write_lse && !out.lse.defined()) return CallResult::failed("the operator returned no LSE");
+  for (size_t b = 0; b < t.seqlens_q.size(); ++b) {
+    const int64_t sq = t.seqlens_q[b], start = pk.start_q[b];
+    if (sq == 0) continue;
+    const at::Tensor o_rows = out.o.narrow(0, start, sq).transpose(0, 1);  // [Hq][sq][Dv]
+    t.o.select(0, int64_t(b)).narrow(1, 0, sq).copy_(o_rows);
+    if (!write_lse) continue;
+    at::Tensor rows;  // [Hq][sq]
+    const at::Tensor& l = out.lse;
+    switch (out.lse_layout) {
+      case PackedLse::HeadsByTokens:
+        if (l.dim() != 2 || l.size(0) != p.heads_q || l.size(1) < pk.total_q)
+          return CallResult::failed("the operator returned a packed LSE of shape " + shape_text(l.sizes()));
+        rows = l.narrow(1, start, sq);
+        break;
+      case PackedLse::TokensByHeads:
+        if (l.dim() != 2 || l.size(1) != p.heads_q || l.size(0) < pk.total_q)
+          return CallResult::failed("the operator returned a packed LSE of shape " + shape_text(l.sizes()));
+        rows = l.narrow(0, start, sq).transpose(0, 1);
+        break;
+      case PackedLse::BatchHeadsPadded:
+        if (l.dim() != 3 || l.size(0) != int64_t(t.seqlens_q.size()) || l.size(1) != p.heads_q || l.size(2) < sq)
+          return CallResult::failed("the operator returned a padded LSE of shape " + shape_text(l.sizes()));
+        rows = l.select(0, int64_t(b)).narrow(1, 0, sq);
+        break;
+    }
+    t.lse.select(0, int64_t(b)).narrow(1, 0, sq).copy_(rows);
+  }
+  return {};
+}
+
+}  // namespace
+
+int run_backend(const Backend& backend, const afz_problem* p, char* error, size_t error_len) {
+  CallResult r;
+  try {
+    if (!p || p->abi_version != AFZ_ABI_VERSION) {
+      write_message(error, error_len, "problem ABI version mismatch: the adapters speak version " +
+                                          std::to_string(AFZ_ABI_VERSION));
+      return 1;
+    }
+    // No autograd records, no version counters: we only evaluate.
+    c10::InferenceMode no_autograd;
+    if (std::string why = backend.missing(); !why.empty()) {
+      r = CallResult::unsupported(why);
+    } else if (backend.on_cuda() && !cuda_built()) {
+      r = CallResult::unsupported("torch " + torch_version() + " was built without CUDA");
+    } else if (backend.on_cuda()) {
+      StreamScope scope(p->stream);
+      const ProblemTensors t =
+          view_problem(*p, at::Device(at::kCUDA, c10::DeviceIndex(scope.device_index())), backend.returns_lse());
+      r = backend.packed() ? run_packed(backend, t) : run_slices(backend, t);
+    } else {
+      const ProblemTensors t = view_problem(*p, at::Device(at::kCPU), backend.returns_lse());
+      r = backend.packed() ? run_packed(backend, t) : run_slices(backend, t);
+    }
+  } catch (const std::exception& e) {
+    r = classify_exception(e);
+  }
+  if (r.status == CallResult::Ok) return 0;
+  write_message(error, error_len, r.message);
+  return r.status == CallResult::Unsupported ? AFZ_RUN_UNSUPPORTED : 1;
+}
+
+std::string tensor_output(const CallResult& r, size_t index, const char* what, at::Tensor* out) {
+  if (index >= r.outputs.size())
+    return std::string("the operator returned ") + std::to_string(r.outputs.size()) + " value(s), no " + what +
+           " at index " + std::to_string(index);
+  const c10::IValue& v = r.outputs[index];
+  if (!v.isTensor() || !v.toTensor().defined())
+    return std::string("the operator's return ") + std::to_string(index) + " (" + what + ") is " +
+           (v.isTensor() ? std::string("an undefined tensor") : describe(v) + ", not a tensor");
+  *out = v.toTensor();
+  return "";
+}
+
+std::string dtype_agreement(const afz_problem& p, bool out_same_as_in) {
+  if (p.k.dtype != p.q.dtype || p.v.dtype != p.q.dtype) return "q, k and v must share one dtype";
+  if (out_same_as_in && p.o.dtype != p.q.dtype)
+    return std::string("the operator returns O in its input dtype (") + dtype_label(p.q.dtype) + "), not " +
+           dtype_label(p.o.dtype);
+  return "";
+}
+
+bool has_band_mask(const afz_problem& p) { return p.has_window && (p.window_left >= 0 || p.window_right >= 0); }
+
+bool is_causal_band(const afz_problem& p) { return p.has_window && p.window_left < 0 && p.window_right == 0; }
+
+}  // namespace afz::torchk
