@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 
@@ -21,6 +23,26 @@ namespace afz {
 __attribute__((weak)) void register_gpu_kernels(KernelRegistry&) {}
 __attribute__((weak)) void register_cudnn_kernels(KernelRegistry&) {}
 
+namespace {
+
+struct OriginTable {
+  std::mutex mu;
+  std::map<const afz_kernel*, std::string> by_kernel;
+};
+OriginTable& origins() {
+  static OriginTable t;
+  return t;
+}
+
+}  // namespace
+
+std::string registered_origin(const afz_kernel* k) {
+  OriginTable& t = origins();
+  std::lock_guard<std::mutex> lock(t.mu);
+  const auto it = t.by_kernel.find(k);
+  return it == t.by_kernel.end() ? "" : it->second;
+}
+
 KernelRegistry KernelRegistry::with_builtins() {
   KernelRegistry r;
   register_cpu_reference_kernels(r);
@@ -37,6 +59,11 @@ void KernelRegistry::add(const afz_kernel* k, std::string origin, std::string ve
     if (std::string_view(e.kernel->name) == k->name)
       throw std::invalid_argument(std::string("duplicate kernel name ") + k->name + " (from " + origin +
                                   ", already from " + e.origin + ")");
+  {
+    OriginTable& t = origins();
+    std::lock_guard<std::mutex> lock(t.mu);
+    t.by_kernel[k] = origin;
+  }
   entries_.push_back({k, std::move(origin), std::move(version)});
 }
 

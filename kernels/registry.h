@@ -46,6 +46,11 @@ void register_cpu_mutants(KernelRegistry& r);            // kernels/mutants
 void register_gpu_kernels(KernelRegistry& r);            // kernels/cuda (no-op without CUDA)
 void register_cudnn_kernels(KernelRegistry& r);          // kernels/cudnn (no-op without CUDA)
 
+// The origin a kernel was registered with, by address, across every registry
+// of this process ("" when none registered it: a test's own kernel).  The GPU
+// worker needs it to load a plugin the way the harness did, `#config` included.
+std::string registered_origin(const afz_kernel* k);
+
 // Why a kernel declines a problem, from its declared capabilities and then
 // its own supports() hook; empty when it takes it.
 std::string unsupported_reason(const afz_kernel& k, const afz_problem& p);

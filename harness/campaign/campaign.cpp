@@ -435,6 +435,7 @@ std::string empty_lse_name(afz_empty_lse c) {
   switch (c) {
     case AFZ_EMPTY_LSE_POS_INF: return "+inf";
     case AFZ_EMPTY_LSE_NAN: return "nan";
+    case AFZ_EMPTY_LSE_ZERO: return "0";
     default: return "-inf";
   }
 }

@@ -45,6 +45,7 @@ std::string describe_capabilities(const afz_kernel& k) {
                      k.conventions.masked_row_output == AFZ_MASKED_ROW_ZERO ? "0" : "NaN",
                      k.conventions.empty_lse == AFZ_EMPTY_LSE_NEG_INF   ? "-inf"
                      : k.conventions.empty_lse == AFZ_EMPTY_LSE_POS_INF ? "+inf"
+                     : k.conventions.empty_lse == AFZ_EMPTY_LSE_ZERO    ? "0"
                                                                         : "NaN");
 }
 

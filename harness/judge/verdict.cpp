@@ -92,6 +92,7 @@ struct Judge {
       case AFZ_EMPTY_LSE_NEG_INF: ok = std::isinf(l) && l < 0; break;
       case AFZ_EMPTY_LSE_POS_INF: ok = std::isinf(l) && l > 0; break;
       case AFZ_EMPTY_LSE_NAN: ok = std::isnan(l); break;
+      case AFZ_EMPTY_LSE_ZERO: ok = l == 0; break;
     }
     if (!ok) raise(VerdictClass::SemanticMismatch, fmt::format("fully masked row {} gives lse = {:a}", where(b, h, i), l));
   }

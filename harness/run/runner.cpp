@@ -27,7 +27,23 @@ Verdict status_verdict(const KernelRun& run) {
 
 // GPU kernels always run in the worker process (harness/run/gpu/gpu_run.h),
 // whose guarded device mirror also reports out-of-bounds writes.
+// The ABI's promise: a kernel without AFZ_CAP_LSE gets lse = NULL (a buffer
+// it was never asked to fill must not make an adapter demand an LSE from the
+// library it wraps); the materialized LSE buffer stays poisoned and unjudged.
+class LseHidden {
+ public:
+  LseHidden(afz_problem& p, bool hide) : p_(p), saved_(p.lse) {
+    if (hide) p_.lse = nullptr;
+  }
+  ~LseHidden() { p_.lse = saved_; }
+
+ private:
+  afz_problem& p_;
+  float* saved_;
+};
+
 KernelRun execute(const afz_kernel& k, Materialized& m, const RunOptions& o, std::string* out_of_bounds) {
+  const LseHidden hidden(m.problem(), !(k.caps.flags & AFZ_CAP_LSE));
   if (!(k.caps.flags & AFZ_CAP_GPU)) return run_kernel(k, m, o.isolate, o.timeout_s);
   gpu::WorkerRun w = gpu::run_in_worker(k, m, o.timeout_s);
   if (out_of_bounds->empty()) *out_of_bounds = w.out_of_bounds;

@@ -122,7 +122,8 @@ typedef enum afz_masked_row_output {
 typedef enum afz_empty_lse {
   AFZ_EMPTY_LSE_NEG_INF = 0, /* log(0) */
   AFZ_EMPTY_LSE_POS_INF = 1, /* FlashAttention's convention */
-  AFZ_EMPTY_LSE_NAN = 2
+  AFZ_EMPTY_LSE_NAN = 2,
+  AFZ_EMPTY_LSE_ZERO = 3     /* exactly 0: PyTorch's memory-efficient kernel (additive to ABI v1) */
 } afz_empty_lse;
 
 typedef struct afz_conventions {

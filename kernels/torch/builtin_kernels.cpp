@@ -91,11 +91,11 @@ constexpr afz_precision kMathPrecision = {AFZ_F32, AFZ_F32, AFZ_F32, /*exp_ulps=
 constexpr afz_conventions kFlashConventions = {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_POS_INF};
 // Memory-efficient: O = 0 (the normalizer's s_prime == 0 guard).  Its LSE
 // for such a row is neither -inf nor +inf: PyTorch >= 2.5 sets m = 0 and
-// l = 1 there "so that log(1) = 0" (seen on the H200: LSE = 0), a value the
-// ABI has no convention for (AFZ_EMPTY_LSE_* lacks ZERO), so the harness
-// reports these rows; -inf, log(0), is what an empty row's LSE is.  With
-// seqlen_k == 0 it zeroes O and leaves the LSE unwritten (seen: 0, -0.31).
-constexpr afz_conventions kEfficientConventions = {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_NEG_INF};
+// l = 1 there "so that log(1) = 0" (seen on the H200: LSE = 0): a documented
+// choice, declared as AFZ_EMPTY_LSE_ZERO.  With seqlen_k == 0 it zeroes O
+// and leaves the LSE unwritten (seen: 0, -0.31, 1.95, -1.7e-12): that stays a
+// failure, since no convention makes a stale value right.
+constexpr afz_conventions kEfficientConventions = {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_ZERO};
 // cuDNN: undocumented; seen on the H200 (cuDNN 9.19.0, PyTorch 2.11.0) for a
 // row masked by attn_bias: O = 0, LSE = -inf.
 constexpr afz_conventions kCudnnConventions = {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_NEG_INF};

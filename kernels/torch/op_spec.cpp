@@ -317,7 +317,8 @@ class Parser {
     if (kv["empty_lse"] == "neg_inf") cur_.conventions.empty_lse = AFZ_EMPTY_LSE_NEG_INF;
     else if (kv["empty_lse"] == "pos_inf") cur_.conventions.empty_lse = AFZ_EMPTY_LSE_POS_INF;
     else if (kv["empty_lse"] == "nan") cur_.conventions.empty_lse = AFZ_EMPTY_LSE_NAN;
-    else return fail("conventions: empty_lse= takes neg_inf, pos_inf or nan");
+    else if (kv["empty_lse"] == "zero") cur_.conventions.empty_lse = AFZ_EMPTY_LSE_ZERO;
+    else return fail("conventions: empty_lse= takes neg_inf, pos_inf, nan or zero");
     return true;
   }
 

@@ -236,6 +236,9 @@ TEST(PluginLoading, ConfigurationGoesToTheConfigureHook) {
   // An empty configuration is the library alone.
   ASSERT_TRUE(r.load_library(std::string(ATTNFUZZ_PLUGIN_EXAMPLE) + "#", &error)) << error;
   EXPECT_EQ(r.entry("example.naive_fp32")->origin, std::string(ATTNFUZZ_PLUGIN_EXAMPLE) + "#");
+  // The GPU worker loads a plugin kernel from its registered origin, config included.
+  EXPECT_EQ(registered_origin(r.find("example.naive_fp32")), std::string(ATTNFUZZ_PLUGIN_EXAMPLE) + "#");
+  EXPECT_EQ(registered_origin(r.find("cpu.tiled")), "builtin");
 }
 #endif
 

@@ -19,6 +19,7 @@
 #include "harness/run/gpu/protocol.h"
 #include "harness/run/gpu/wire.h"
 #include "harness/run/gpu/worker.h"
+#include "kernels/registry.h"
 
 namespace afz::gpu {
 namespace {
@@ -76,7 +77,11 @@ ReadResult read_frame(int fd, std::vector<uint8_t>* out, double timeout_s) {
 }
 
 // The shared object that defines a kernel: "" for this program's own.
+// The plugin spec (path#config) the worker loads the kernel from, as the
+// registry loaded it; "" for kernels built into attnfuzz.  A kernel no
+// registry knows (a test's own, in a plugin-like library) is found by address.
 std::string library_of(const afz_kernel& k) {
+  if (std::string origin = registered_origin(&k); !origin.empty()) return is_builtin_origin(origin) ? "" : origin;
   Dl_info mine{}, theirs{};
   if (!dladdr(reinterpret_cast<void*>(&run_in_worker), &mine) || !dladdr(&k, &theirs)) return "";
   if (theirs.dli_fbase == mine.dli_fbase || !theirs.dli_fname) return "";

@@ -152,6 +152,25 @@ TEST(Runner, DeclaredNondeterministicKernelIsNotHeldToIdenticalBits) {
   EXPECT_EQ(calls, 1);  // no rerun at all
 }
 
+// The ABI's promise: a kernel without AFZ_CAP_LSE is handed lse = NULL,
+// in process and isolated alike; the harness's buffer is back afterwards.
+TEST(Runner, KernelWithoutLseCapabilityGetsNoLseBuffer) {
+  for (bool isolate : {false, true}) {
+    Fixture f;
+    RunOptions o;
+    o.isolate = isolate;
+    o.oracle = OracleTier::Boost;
+    Runner runner(o);
+    f.fake.k.caps.flags &= ~uint32_t(AFZ_CAP_LSE);
+    const float* const harness_lse = f.m.problem().lse;
+    f.fake.before = [&f] { return f.m.problem().lse == nullptr ? 0 : 1; };
+    f.fake.error = "the kernel was handed an LSE buffer";
+    const CaseOutcome out = runner.run(f.fake.k, f.m, &f.r);
+    EXPECT_EQ(out.verdict.cls, VerdictClass::Pass) << out.verdict.detail << (isolate ? " (isolated)" : "");
+    EXPECT_EQ(f.m.problem().lse, harness_lse);
+  }
+}
+
 // A library that refuses a configuration at run time (AFZ_RUN_UNSUPPORTED)
 // gives `unsupported` with its own reason, in process and isolated alike.
 TEST(Runner, LibraryRefusalAtRunTimeIsUnsupportedWithItsReason) {

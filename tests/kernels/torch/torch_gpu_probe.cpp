@@ -289,6 +289,7 @@ bool probe(const afz_kernel& k, const Scenario& s) {
           const bool o_ok = k.conventions.masked_row_output == AFZ_MASKED_ROW_NAN ? std::isnan(o0) : o0 == 0.0;
           const double want = k.conventions.empty_lse == AFZ_EMPTY_LSE_POS_INF   ? kInf
                               : k.conventions.empty_lse == AFZ_EMPTY_LSE_NEG_INF ? -kInf
+                              : k.conventions.empty_lse == AFZ_EMPTY_LSE_ZERO    ? 0.0
                                                                                  : std::nan("");
           const bool l_ok = !want_lse || (std::isnan(want) ? std::isnan(lse) : lse == want);
           if (!o_ok || !l_ok) ++empty_bad;

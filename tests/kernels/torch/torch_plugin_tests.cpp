@@ -224,7 +224,7 @@ TEST(TorchPlugin, LoadsThroughTheRegistryWithItsFiveGpuKernels) {
   EXPECT_TRUE(r.find("torch.flash")->caps.flags & AFZ_CAP_LSE);
   // FlashAttention's conventions differ from the memory-efficient kernel's.
   EXPECT_EQ(r.find("torch.flash")->conventions.empty_lse, AFZ_EMPTY_LSE_POS_INF);
-  EXPECT_EQ(r.find("torch.efficient")->conventions.empty_lse, AFZ_EMPTY_LSE_NEG_INF);
+  EXPECT_EQ(r.find("torch.efficient")->conventions.empty_lse, AFZ_EMPTY_LSE_ZERO);
 }
 
 TEST(TorchPlugin, LibraryVersionNamesTorch) {
