@@ -25,5 +25,8 @@ def visible(p, b, right_extra=0):
     sq, sk = int(p.seqlens_q[b]), int(p.seqlens_k[b])
     out = np.broadcast_to(window_visible(p, b, right_extra), (p.heads_q, sq, sk)).copy()
     if p.bool_mask is not None:
-        out &= p.bool_mask[b, :, :sq, :sk] != 0
+        part = p.bool_mask[b, :, :sq, :sk]
+        if hasattr(part, "cpu"):  # a torch tensor, maybe on the device
+            part = part.cpu().numpy()
+        out &= np.asarray(part) != 0
     return out
