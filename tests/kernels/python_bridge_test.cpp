@@ -192,6 +192,21 @@ TEST(PythonBridge, ADecliningKernelIsUnsupported) {
   EXPECT_EQ(v.detail, "this kernel declines every problem");
 }
 
+// The H200 modules import their library only when called: declaring them
+// needs numpy alone, and without torch / jax they decline with the reason.
+TEST(PythonBridge, GpuModulesDeclineWhereTheirLibraryIsMissing) {
+  KernelRegistry r;
+  std::string error;
+  for (const char* target : {"flex:kernels", "sdpa:kernels", "jax_dpa:kernels", "triton_fa:kernel"})
+    ASSERT_TRUE(r.load_library(kPlugin + "#attnfuzz.kernels." + target, &error)) << error;
+  ASSERT_EQ(r.entries().size(), 9u);
+  for (const KernelEntry& e : r.entries()) {
+    const Verdict v = Runner{RunOptions{}}.run(*e.kernel, causal_case()).verdict;
+    if (v.cls == VerdictClass::Pass) continue;  // this interpreter has the library after all
+    EXPECT_EQ(v.cls, VerdictClass::Unsupported) << e.kernel->name << ": " << v.detail;
+  }
+}
+
 // Each malformed declaration or configuration: one line naming what is wrong.
 TEST(PythonBridge, MalformedDeclarationsGiveOneLineErrors) {
   const struct {

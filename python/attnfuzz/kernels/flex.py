@@ -96,6 +96,7 @@ def _padded(p):
 
 def _packed(p):
     torch, create_block_mask, flex = _flex()
+    torch_inputs.same_output_dtype(p)
     if p.bool_mask is not None or p.add_mask is not None:
         raise attnfuzz.Unsupported("the packed (document mask) form takes no pattern masks")
     dev = p.q.device

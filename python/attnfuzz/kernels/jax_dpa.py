@@ -32,6 +32,8 @@ def _lengths(jnp, p):
 def _xla(p):
     import jax
     import jax.numpy as jnp
+    if p.dtypes["o"] != p.dtypes["q"]:
+        raise attnfuzz.Unsupported("O comes back in the input dtype")
     visible = np.zeros((p.batch, p.heads_q, p.max_seqlen_q, p.max_seqlen_k), dtype=bool)
     for b in range(p.batch):
         sq, sk = int(p.seqlens_q[b]), int(p.seqlens_k[b])
@@ -49,6 +51,8 @@ def _xla(p):
 def _cudnn(p):
     import jax
     import jax.numpy as jnp
+    if p.dtypes["o"] != p.dtypes["q"]:
+        raise attnfuzz.Unsupported("O comes back in the input dtype")
     if p.bool_mask is not None or p.add_mask is not None:
         raise attnfuzz.Unsupported("cuDNN through jax.nn.dot_product_attention: no pattern masks here")
     window = None

@@ -16,8 +16,18 @@ def zero_padding(p, t, seqlens):
     return out
 
 
+def same_output_dtype(p):
+    """Libraries that return O in the input dtype (flex, SDPA, JAX) would
+    round it there first: a wider output than input is not what they do
+    (found on the H200: bf16 in, fp32 out failed its fp32 bound)."""
+    import attnfuzz
+    if p.dtypes["o"] != p.dtypes["q"]:
+        raise attnfuzz.Unsupported(f"O comes back in the input dtype ({p.dtypes['q']}), not {p.dtypes['o']}")
+
+
 def inputs(p):
     """q, k, v with their padding rows zeroed, on the problem's device."""
+    same_output_dtype(p)
     return zero_padding(p, p.q, p.seqlens_q), zero_padding(p, p.k, p.seqlens_k), zero_padding(p, p.v, p.seqlens_k)
 
 
