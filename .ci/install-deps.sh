@@ -8,6 +8,7 @@ packages=(
   clang libclang-rt-14-dev                     # libFuzzer and sanitizers
   libcli11-dev nlohmann-json3-dev libfmt-dev   # CLI, JSON, formatting
   gnuplot-nox                                  # report plots (SVG)
+  python3 python3-numpy                        # the Python kernel bridge (python/attnfuzz) and its tests
   libtorch-dev                                 # the libtorch plugin (kernels/torch) builds and its op-by-name path is tested
   chromium fonts-dejavu-core libxml2-utils     # headless-browser test of report.html; xmllint cross-check
 )

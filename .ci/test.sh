@@ -29,6 +29,11 @@ step "short campaign over every CPU kernel"
 "$build/attnfuzz" fuzz --kernel all --time 60 --seed "${CI_SEED:-1}" --progress plain \
   --corpus "$out/corpus" --out "$out/campaign"
 
+step "a Python kernel under a campaign through the bridge (kernels/python)"
+ATTNFUZZ_PYTHON=/usr/bin/python3 "$build/attnfuzz" \
+  --kernel-lib "$build/kernels/python/libattnfuzz_python.so#attnfuzz.kernels.numpy_reference:kernel" \
+  fuzz --kernel py.numpy.reference --time 10 --seed "${CI_SEED:-1}" --progress plain --out "$out/python"
+
 step "libFuzzer targets (ASan + UBSan)"
 .ci/fuzz-smoke.sh
 

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 #include "kernels/abi/dtype.h"
 
@@ -93,14 +94,23 @@ std::string one_line(const char* s) {
 
 }  // namespace
 
+// "path#config": the path is the whole spec when that is a file (a '#' in a
+// file name), else the text before the first '#' that leaves a file; a
+// config may hold '#' and '/' (the Python bridge's #path/to/file.py:name).
+std::pair<std::string, std::string> split_library_spec(const std::string& spec) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(spec, ec)) return {spec, ""};
+  for (size_t hash = spec.find('#'); hash != std::string::npos; hash = spec.find('#', hash + 1))
+    if (std::filesystem::is_regular_file(spec.substr(0, hash), ec)) return {spec.substr(0, hash), spec.substr(hash + 1)};
+  const size_t hash = spec.find('#');  // no file either way: say which path was looked for
+  return hash == std::string::npos ? std::pair{spec, std::string()} : std::pair{spec.substr(0, hash), spec.substr(hash + 1)};
+}
+
 // The library stays loaded for the life of the process once its kernels are
 // registered: the afz_kernel pointers point into it.
 bool KernelRegistry::load_library(const std::string& spec, std::string* error) {
-  // "path#config": a '#' in a file name is rare; a config never holds a '/'.
-  const size_t hash = spec.rfind('#');
-  const bool has_config = hash != std::string::npos && spec.find('/', hash) == std::string::npos;
-  const std::string path = has_config ? spec.substr(0, hash) : spec;
-  const std::string config = has_config ? spec.substr(hash + 1) : "";
+  const auto [path, config] = split_library_spec(spec);
+  const bool has_config = path.size() < spec.size();
   auto fail = [&](const std::string& why) {
     if (error) *error = spec + ": " + why;
     return false;
@@ -159,6 +169,21 @@ bool KernelRegistry::load_library(const std::string& spec, std::string* error) {
   }
   add_all(kernels, count, spec, version);
   return true;
+}
+
+// Found through the library that defines k's run(): our own kernels have
+// no such symbol, and a plugin loaded RTLD_LOCAL is reached by its handle.
+std::optional<afz_kernel_timing> library_kernel_timing(const afz_kernel& k) {
+  Dl_info info{};
+  if (!k.run || !dladdr(reinterpret_cast<void*>(k.run), &info) || !info.dli_fname) return std::nullopt;
+  void* handle = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
+  if (!handle) return std::nullopt;
+  auto fn = reinterpret_cast<afz_kernel_timing_fn>(dlsym(handle, AFZ_PLUGIN_TIMING_SYMBOL));
+  afz_kernel_timing t{};
+  const bool ok = fn && fn(&k, &t) == 0;
+  dlclose(handle);  // RTLD_NOLOAD took a reference: give it back
+  if (!ok) return std::nullopt;
+  return t;
 }
 
 namespace {

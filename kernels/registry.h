@@ -2,7 +2,9 @@
 // built-in CPU references, the CUDA kernels, adapters, and plugins loaded
 // from shared libraries with --kernel-lib.
 #pragma once
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/abi/attnfuzz_kernel.h"
@@ -23,14 +25,18 @@ inline bool is_builtin_origin(const std::string& origin) {
 // `--kernel all`: the kernels under test, not the planted-defect ones.
 inline bool in_all_kernels(const std::string& origin) { return origin != "mutant" && origin != "faulty"; }
 
+// A --kernel-lib spec as (library path, configuration); see load_library.
+std::pair<std::string, std::string> split_library_spec(const std::string& spec);
+
 class KernelRegistry {
  public:
   // The built-in kernels (CPU references, mutants, and GPU kernels where built).
   static KernelRegistry with_builtins();
   void add(const afz_kernel* k, std::string origin, std::string version = "");
   void add_all(const afz_kernel* ks, int n, const std::string& origin, const std::string& version = "");
-  // Loads a plugin from `path` or `path#config` (the text after the last '#'
-  // goes to the plugin's attnfuzz_configure); false with a one-line error.
+  // Loads a plugin from `path` or `path#config` (the text after the '#' that
+  // follows the library's file name goes to the plugin's attnfuzz_configure);
+  // false with a one-line error.
   bool load_library(const std::string& spec, std::string* error);
   const afz_kernel* find(const std::string& name) const;
   const KernelEntry* entry(const std::string& name) const;
@@ -50,6 +56,9 @@ void register_cudnn_kernels(KernelRegistry& r);          // kernels/cudnn (no-op
 // of this process ("" when none registered it: a test's own kernel).  The GPU
 // worker needs it to load a plugin the way the harness did, `#config` included.
 std::string registered_origin(const afz_kernel* k);
+
+// The split of k's time its library keeps (attnfuzz_kernel_timing), if any.
+std::optional<afz_kernel_timing> library_kernel_timing(const afz_kernel& k);
 
 // Why a kernel declines a problem, from its declared capabilities and then
 // its own supports() hook; empty when it takes it.

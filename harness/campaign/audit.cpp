@@ -351,6 +351,7 @@ class Audit {
     }
     class_cases_.assign(classes_.size(), 0);
     kernel_s_.assign(kernels_.size(), 0);
+    for (const afz_kernel* k : kernels_) timing_at_start_.push_back(library_kernel_timing(*k));
   }
 
   Report run();
@@ -378,6 +379,8 @@ class Audit {
   std::map<std::string, size_t> by_signature_;
   std::vector<int64_t> class_cases_;
   std::vector<double> kernel_s_;
+  // Libraries' own time splits when the run began (afz_kernel_timing).
+  std::vector<std::optional<afz_kernel_timing>> timing_at_start_;
   std::set<std::string> failing_classes_;
   std::map<std::tuple<size_t, VerdictClass, size_t>, int> minimized_;  // kernel, verdict, class
   int64_t sweep_cases_ = 0, fuzz_cases_ = 0;
@@ -703,7 +706,8 @@ Report Audit::finish(const std::string& stop_reason) {
     const afz_kernel& kernel = *kernels_[k];
     r.kernels.push_back({kernel.name, o_.kernels[k].origin, kernel.description ? kernel.description : "",
                          masked_row_name(kernel.conventions.masked_row_output),
-                         empty_lse_name(kernel.conventions.empty_lse), kernel_s_[k]});
+                         empty_lse_name(kernel.conventions.empty_lse), kernel_s_[k],
+                         split_between(timing_at_start_[k], library_kernel_timing(kernel))});
   }
   for (size_t g = 0; g < classes_.size(); ++g)
     r.generators.push_back({classes_[g]->name, classes_[g]->default_weight, class_cases_[g]});

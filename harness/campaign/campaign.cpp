@@ -100,6 +100,7 @@ class Campaign {
       for (const auto& e : entries) report_.cells.push_back({k.kernel->name, e.gen->name, 0, {}});
     class_cases_.assign(entries.size(), 0);
     kernel_s_.assign(o.kernels.size(), 0);
+    for (const CampaignKernel& k : o.kernels) timing_at_start_.push_back(library_kernel_timing(*k.kernel));
   }
 
   Report run();
@@ -126,6 +127,8 @@ class Campaign {
   std::map<std::string, CaseSize> best_size_;          // signature -> size of its kept repro
   std::vector<int64_t> class_cases_;
   std::vector<double> kernel_s_;
+  // Libraries' own time splits when the run began (afz_kernel_timing).
+  std::vector<std::optional<afz_kernel_timing>> timing_at_start_;
   int64_t consumed_ = 0, failing_cases_ = 0, unsupported_ = 0;
 };
 
@@ -407,7 +410,8 @@ Report Campaign::finish(const std::string& stop_reason) {
     const afz_kernel& kernel = *o_.kernels[k].kernel;
     r.kernels.push_back({kernel.name, o_.kernels[k].origin, kernel.description ? kernel.description : "",
                          masked_row_name(kernel.conventions.masked_row_output),
-                         empty_lse_name(kernel.conventions.empty_lse), kernel_s_[k]});
+                         empty_lse_name(kernel.conventions.empty_lse), kernel_s_[k],
+                         split_between(timing_at_start_[k], library_kernel_timing(kernel))});
   }
   const auto& entries = o_.mix.entries();
   for (size_t g = 0; g < entries.size(); ++g)

@@ -11,7 +11,9 @@
 //               time_limit_s (-1: none), stop_reason (cases | time | corpus | kills),
 //               jobs, oracle, classes ("name=weight,..."), corpus, wall_s
 //   kernels:    [{name, origin, description, conventions {masked_row_output: zero|nan,
-//               empty_lse: -inf|+inf|nan}, kernel_s}]
+//               empty_lse: -inf|+inf|nan}, kernel_s, split (optional: {calls, compile_calls,
+//               compile_s, run_s, copy_s}, the library's own split of kernel_s, e.g. the Python
+//               bridge's first calls per shape, compilation included)}]
 //   generators: [{name, weight, cases}]
 //   counts:     [{kernel, generator, cases, pass, unsupported, failed,
 //               by_verdict {VERDICT: n, ...}}]  one per kernel x class that ran
@@ -80,12 +82,24 @@ struct ReportRun {
   double wall_s = 0;
 };
 
+// A library's own split of a kernel's time over the run (afz_kernel_timing):
+// calls compiled for a new shape apart from the others, and the copies.
+struct ReportKernelSplit {
+  int64_t calls = 0, compile_calls = 0;
+  double compile_s = 0, run_s = 0, copy_s = 0;
+};
+
 struct ReportKernel {
   std::string name, origin, description;
   std::string masked_row_output;  // "zero" | "nan"
   std::string empty_lse;          // "-inf" | "+inf" | "nan"
   double kernel_s = 0;
+  std::optional<ReportKernelSplit> split;  // only from libraries that keep one
 };
+
+// The split over a run: the library's totals at its end less those at its start.
+std::optional<ReportKernelSplit> split_between(const std::optional<afz_kernel_timing>& start,
+                                               const std::optional<afz_kernel_timing>& end);
 
 struct ReportGenerator {
   std::string name;

@@ -213,6 +213,13 @@ class Page {
                         r_.run.cases, kernel_runs, failed_runs, r_.run.seed, esc(r_.run.oracle), num(r_.run.wall_s));
   }
 
+  // The kernel's time, and where its library keeps a split, the compile share.
+  static std::string kernel_time(const ReportKernel& k) {
+    if (!k.split) return num(k.kernel_s);
+    return fmt::format("{}<div class=\"muted\">compile {} ({} shapes), run {}, copies {}</div>", num(k.kernel_s),
+                       num(k.split->compile_s), k.split->compile_calls, num(k.split->run_s), num(k.split->copy_s));
+  }
+
   void kernels() {
     out_ << "<h2 id=\"kernels\">Kernels</h2>\n<table class=\"kernels\">\n<tr><th>kernel</th><th>origin</th>"
             "<th>conventions (masked row, empty LSE)</th><th class=\"n\">cases</th><th class=\"n\">pass</th>"
@@ -236,7 +243,7 @@ class Page {
                           t.cases, t.count(VerdictClass::Pass), t.count(VerdictClass::Unsupported),
                           t.failed() ? fmt::format("<td class=\"fail n\">{}</td>", t.failed())
                                      : "<td class=\"pass n\">0</td>",
-                          esc(verdict_list(t)), sigs, any_stats ? num(worst) : "&ndash;", num(k.kernel_s));
+                          esc(verdict_list(t)), sigs, any_stats ? num(worst) : "&ndash;", kernel_time(k));
     }
     out_ << "</table>\n";
   }

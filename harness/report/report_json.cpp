@@ -22,6 +22,14 @@ int64_t ReportCell::failed() const {
   return n;
 }
 
+std::optional<ReportKernelSplit> split_between(const std::optional<afz_kernel_timing>& start,
+                                               const std::optional<afz_kernel_timing>& end) {
+  if (!end) return std::nullopt;
+  const afz_kernel_timing s = start.value_or(afz_kernel_timing{});
+  return ReportKernelSplit{end->calls - s.calls, end->compile_calls - s.compile_calls, end->compile_s - s.compile_s,
+                           end->run_s - s.run_s, end->copy_s - s.copy_s};
+}
+
 ReportCell& Report::cell(const std::string& kernel, const std::string& generator) {
   for (ReportCell& c : cells)
     if (c.kernel == kernel && c.generator == generator) return c;
@@ -244,6 +252,10 @@ std::string report_to_json(const Report& r) {
                             {"description", k.description},
                             {"conventions", {{"masked_row_output", k.masked_row_output}, {"empty_lse", k.empty_lse}}},
                             {"kernel_s", k.kernel_s}});
+  for (size_t i = 0; i < r.kernels.size(); ++i)
+    if (const auto& s = r.kernels[i].split)
+      j["kernels"][i]["split"] = {{"calls", s->calls}, {"compile_calls", s->compile_calls}, {"compile_s", s->compile_s},
+                                  {"run_s", s->run_s}, {"copy_s", s->copy_s}};
   j["generators"] = Json::array();
   for (const ReportGenerator& g : r.generators)
     j["generators"].push_back({{"name", g.name}, {"weight", g.weight}, {"cases", g.cases}});
@@ -566,6 +578,15 @@ std::optional<Report> report_from_json(std::string_view text, std::string* error
       rd.get(*c, "empty_lse", o.empty_lse);
     }
     rd.get(k, "kernel_s", o.kernel_s);
+    if (auto s = k.find("split"); s != k.end() && s->is_object()) {
+      ReportKernelSplit split;
+      rd.get(*s, "calls", split.calls);
+      rd.get(*s, "compile_calls", split.compile_calls);
+      rd.get(*s, "compile_s", split.compile_s);
+      rd.get(*s, "run_s", split.run_s);
+      rd.get(*s, "copy_s", split.copy_s);
+      o.split = split;
+    }
     r.kernels.push_back(o);
   }
   for (const Json& g : rd.array(j, "generators")) {

@@ -274,8 +274,17 @@ class Merger {
         if (i == out_.kernels.size()) {
           out_.kernels.push_back(k);
           out_.kernels.back().kernel_s = 0;
+          out_.kernels.back().split.reset();
         }
         out_.kernels[i].kernel_s += k.kernel_s;
+        if (k.split) {
+          ReportKernelSplit& s = out_.kernels[i].split.emplace(out_.kernels[i].split.value_or(ReportKernelSplit{}));
+          s.calls += k.split->calls;
+          s.compile_calls += k.split->compile_calls;
+          s.compile_s += k.split->compile_s;
+          s.run_s += k.split->run_s;
+          s.copy_s += k.split->copy_s;
+        }
       }
       for (const ReportGenerator& g : p.generators) {
         const size_t i = generators_.add(g.name);

@@ -45,6 +45,10 @@ BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, c
     out.verdict.cls = VerdictClass::Unsupported;
     out.verdict.detail = error[0] ? error : "the library refused the problem (no reason given)";
     return out;
+  } else if (rc == AFZ_RUN_HANG) {
+    out.verdict.cls = VerdictClass::Hang;
+    out.verdict.detail = error[0] ? error : "the kernel's own watchdog gave up (no reason given)";
+    return out;
   } else if (rc != 0) {
     out.verdict.cls = VerdictClass::Crash;
     out.verdict.detail = std::string("kernel error: ") + error;

@@ -23,13 +23,15 @@ KernelRun run_here(const afz_kernel& k, Materialized& m) {
   const auto t0 = std::chrono::steady_clock::now();
   const int rc = k.run(&k, &m.problem(), err, sizeof err);
   r.seconds = seconds_since(t0);
+  err[sizeof err - 1] = 0;
   if (rc == AFZ_RUN_UNSUPPORTED) {
     r.status = RunStatus::Unsupported;
-    err[sizeof err - 1] = 0;
     r.message = err[0] ? err : "the library refused the problem (no reason given)";
+  } else if (rc == AFZ_RUN_HANG) {
+    r.status = RunStatus::Hang;
+    r.message = err[0] ? err : "the kernel's own watchdog gave up (no reason given)";
   } else if (rc != 0) {
     r.status = RunStatus::Error;
-    err[sizeof err - 1] = 0;
     r.message = fmt::format("kernel returned {}: {}", rc, err[0] ? err : "(no message)");
   }
   return r;

@@ -15,6 +15,8 @@ namespace afz {
 
 // Unsupported: the library under test refused the problem at run time
 // (AFZ_RUN_UNSUPPORTED): its reason is the message, the verdict `unsupported`.
+// Hang: our timeout killed the kernel, or the kernel's plugin returned
+// AFZ_RUN_HANG (its own watchdog, e.g. the Python bridge's, gave up).
 enum class RunStatus { Ok, Error, Crash, Hang, Unsupported };
 
 struct KernelRun {

@@ -144,13 +144,19 @@ typedef struct afz_kernel {
   int (*supports)(const struct afz_kernel* self, const afz_problem* p, char* reason, size_t reason_len);
   /* 0 on success; AFZ_RUN_UNSUPPORTED when the library under test refuses the
    * configuration at run time (its own reason in `error`: an `unsupported`
-   * verdict, never a failure); else writes a one-line error (a crash verdict). */
+   * verdict, never a failure); AFZ_RUN_HANG when a plugin's own watchdog gave
+   * up on the work (a hang verdict); else writes a one-line error (a crash verdict). */
   int (*run)(const struct afz_kernel* self, const afz_problem* p, char* error, size_t error_len);
   void* user;
 } afz_kernel;
 
 /* run()'s return value for "the library refuses this problem" (see run). */
 #define AFZ_RUN_UNSUPPORTED 0x75 /* 'u' */
+/* run()'s return value for "the work did not finish in time" (additive to ABI
+ * v1): a plugin that runs the kernel elsewhere under its own watchdog (the
+ * Python bridge's worker process) gave up on it and says why in `error`.  A
+ * `hang` verdict, as when the harness's own timeout kills a kernel. */
+#define AFZ_RUN_HANG 0x68 /* 'h' */
 
 typedef int (*afz_get_kernels_fn)(const afz_kernel** kernels, int* count);
 #define AFZ_PLUGIN_SYMBOL "attnfuzz_kernels"
@@ -177,6 +183,25 @@ typedef const char* (*afz_library_version_fn)(void);
 #define AFZ_PLUGIN_VERSION_SYMBOL "attnfuzz_library_version"
 typedef int (*afz_configure_fn)(const char* config, char* error, size_t error_len);
 #define AFZ_PLUGIN_CONFIGURE_SYMBOL "attnfuzz_configure"
+
+/* One more optional symbol (additive to ABI v1):
+ *
+ *   int attnfuzz_kernel_timing(const afz_kernel* kernel, afz_kernel_timing* out)
+ *     how the library split the kernel's time in this process since it was
+ *     loaded: calls that compiled (the first of their shape, for a kernel
+ *     compiled per shape: torch.compile, Triton) apart from the others, and
+ *     host <-> device copies that run() pays besides the kernel; 0 on
+ *     success, nonzero when it keeps no such split.  Reports carry the
+ *     difference over a run, per kernel (the Python bridge exports it). */
+typedef struct afz_kernel_timing {
+  int64_t calls;         /* calls that completed */
+  int64_t compile_calls; /* of which the first of their shape */
+  double compile_s;      /* those calls' time, compilation included */
+  double run_s;          /* the other calls' time */
+  double copy_s;         /* copies in and out, not in either of the above */
+} afz_kernel_timing;
+typedef int (*afz_kernel_timing_fn)(const afz_kernel* kernel, afz_kernel_timing* out);
+#define AFZ_PLUGIN_TIMING_SYMBOL "attnfuzz_kernel_timing"
 
 /* ---- The backward pass (additive to ABI v1: no struct above changed) -----
  *

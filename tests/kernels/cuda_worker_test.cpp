@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -79,6 +80,12 @@ int segfault(const afz_kernel*, const afz_problem*, char*, size_t) {
 
 int sleep_forever(const afz_kernel*, const afz_problem*, char*, size_t) {
   for (;;) pause();
+}
+
+// A plugin whose own watchdog gave up on its work (the Python bridge's).
+int plugin_hang(const afz_kernel*, const afz_problem*, char* e, size_t n) {
+  std::snprintf(e, n, "the plugin's watchdog gave up");
+  return AFZ_RUN_HANG;
 }
 
 const char* kCase = R"(attnfuzz-case 1
@@ -162,6 +169,18 @@ TEST(GpuWorker, CrashAndHangEndOnlyTheWorkerWhichRestarts) {
   EXPECT_GT(pid, 0);
   w = gpu::run_in_worker(fine.k, m, 30);
   EXPECT_EQ(gpu::worker_pid(), pid) << "a healthy worker is reused";
+}
+
+TEST(GpuWorker, APluginsHangCodeIsAHangAndTheWorkerLivesOn) {
+  PlantedKernel hang(plugin_hang), fine(run_tiled);
+  Materialized m(parse(kCase));
+  gpu::WorkerRun w = gpu::run_in_worker(fine.k, m, 30);
+  ASSERT_EQ(w.run.status, RunStatus::Ok) << w.run.message;
+  const int pid = gpu::worker_pid();
+  w = gpu::run_in_worker(hang.k, m, 30);
+  EXPECT_EQ(w.run.status, RunStatus::Hang);
+  EXPECT_EQ(w.run.message, "the plugin's watchdog gave up");
+  EXPECT_EQ(gpu::worker_pid(), pid) << "the worker itself is sound: it stays";
 }
 
 TEST(GpuWorker, GpuKernelsAreUnsupportedWithoutADevice) {

@@ -244,3 +244,21 @@ TEST(PluginLoading, ConfigurationGoesToTheConfigureHook) {
 
 }  // namespace
 }  // namespace afz
+
+namespace afz {
+namespace {
+
+// The configuration may hold '/' and '#' (the Python bridge's
+// #path/to/file.py:name); the library path ends at the first '#' that
+// leaves an existing file.
+TEST(PluginLoading, SpecSplitsAtTheFirstHashAfterAFile) {
+  const std::string lib = ATTNFUZZ_PLUGIN_EXAMPLE;
+  EXPECT_EQ(split_library_spec(lib), std::make_pair(lib, std::string()));
+  EXPECT_EQ(split_library_spec(lib + "#dir/file.py:k"), std::make_pair(lib, std::string("dir/file.py:k")));
+  EXPECT_EQ(split_library_spec(lib + "#a#b/c"), std::make_pair(lib, std::string("a#b/c")));
+  EXPECT_EQ(split_library_spec(lib + "#"), std::make_pair(lib, std::string()));
+  EXPECT_EQ(split_library_spec("/no/such.so#x/y").first, "/no/such.so");
+}
+
+}  // namespace
+}  // namespace afz

@@ -196,6 +196,7 @@ class WorkerClient {
     out.run.status = r.status == ReplyStatus::Ok            ? RunStatus::Ok
                      : r.status == ReplyStatus::Error       ? RunStatus::Error
                      : r.status == ReplyStatus::Unsupported ? RunStatus::Unsupported
+                     : r.status == ReplyStatus::Hang        ? RunStatus::Hang
                                                             : RunStatus::Crash;
     if (out.run.status != RunStatus::Ok) return out;
     out.out_of_bounds = r.oob;

@@ -10,33 +10,9 @@
 
 #include "harness/run/gpu/wire.h"
 #include "kernels/abi/attnfuzz_kernel.h"
+#include "kernels/abi/tensor_span.h"
 
 namespace afz::gpu {
-
-enum Slot : int { kQ, kK, kV, kBoolMask, kAddMask, kO, kLse, kSlotCount };
-const char* slot_name(int slot);
-inline bool is_output(int slot) { return slot == kO || slot == kLse; }
-
-// A strided tensor as data pointer, dtype, 4 strides and 4 extents (the LSE
-// is [1][b][h][i]); absent when its pointer is null.
-struct TensorRef {
-  bool present = false;
-  void* data = nullptr;
-  afz_dtype dtype = AFZ_F32;
-  int64_t stride[4] = {0, 0, 0, 0};
-  int64_t extent[4] = {0, 0, 0, 0};
-};
-TensorRef tensor_ref(const afz_problem& p, int slot);
-
-// The elements a tensor's strides reach, relative to its data pointer:
-// [lo, hi) in elements, lo <= 0 (negative strides reach below the pointer).
-struct Span {
-  int64_t lo = 0, hi = 0;
-  int elem_bytes = 1;
-  int64_t bytes() const { return (hi - lo) * elem_bytes; }
-  int64_t lo_bytes() const { return lo * elem_bytes; }
-};
-Span tensor_span(const TensorRef& t);
 
 // The worker's copy of a problem: p's pointers point into `bytes`.
 struct WireProblem {

@@ -22,7 +22,7 @@ Reply decode_reply(const std::vector<uint8_t>& frame) {
   if (rd.get<uint32_t>() != kReplyMagic) throw WireError("not a worker reply");
   Reply r;
   const uint8_t status = rd.get<uint8_t>();
-  if (status > uint8_t(ReplyStatus::Unsupported)) throw WireError("bad reply status");
+  if (status > uint8_t(ReplyStatus::Hang)) throw WireError("bad reply status");
   r.status = ReplyStatus(status);
   r.message = rd.str();
   r.seconds = rd.get<double>();

@@ -17,7 +17,7 @@ inline constexpr uint32_t kRequestMagic = 0x41465a52;  // "AFZR"
 inline constexpr uint32_t kReplyMagic = 0x41465a50;    // "AFZP"
 
 // Mirrors RunStatus (harness/run/isolate.h) on the wire.
-enum class ReplyStatus : uint8_t { Ok = 0, Error = 1, Crash = 2, Unsupported = 3 };
+enum class ReplyStatus : uint8_t { Ok = 0, Error = 1, Crash = 2, Unsupported = 3, Hang = 4 };
 
 struct Reply {
   ReplyStatus status = ReplyStatus::Ok;

@@ -87,6 +87,11 @@ struct Worker {
       r.message = msg[0] ? std::string(msg) : "the library refused the problem (no reason given)";
       return r;
     }
+    if (rc == AFZ_RUN_HANG) {  // a plugin's own watchdog gave up; this worker is still sound
+      r.status = ReplyStatus::Hang;
+      r.message = msg[0] ? std::string(msg) : "the kernel's own watchdog gave up (no reason given)";
+      return r;
+    }
     if (rc != 0) {
       r.status = ReplyStatus::Error;
       r.message = "kernel returned " + std::to_string(rc) + ": " + (msg[0] ? std::string(msg) : "(no message)");

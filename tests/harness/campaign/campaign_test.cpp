@@ -12,6 +12,7 @@
 #include "harness/case/case_file.h"
 #include "harness/judge/signature.h"
 #include "tests/harness/planted_kernel.h"
+#include "tests/temp_dir.h"
 
 namespace afz {
 namespace {
@@ -23,15 +24,7 @@ using Json = nlohmann::ordered_json;
 // takes well under a second.
 constexpr const char* kQuickClasses = "shapes=2,late_max=2,magnitude=1,masking=2,layouts=1";
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string str() const { return path.string(); }
-};
+using testing::TempDir;
 
 struct CampaignFixture : ::testing::Test {
   testing::PlantedKernel correct{"planted.correct"};

@@ -10,21 +10,14 @@
 #include "harness/case/case_file.h"
 #include "kernels/registry.h"
 #include "tests/harness/planted_kernel.h"
+#include "tests/temp_dir.h"
 
 namespace afz {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string str() const { return path.string(); }
-};
+using testing::TempDir;
 
 Case small(int sk) {
   Case c;

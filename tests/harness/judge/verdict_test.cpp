@@ -125,6 +125,23 @@ TEST(Runner, CrashAndHangBecomeVerdicts) {
   EXPECT_EQ(runner.run(f.fake.k, f.m, &f.r).verdict.cls, VerdictClass::Pass) << "isolated run sends outputs back";
 }
 
+// A plugin whose own watchdog gave up (the Python bridge) returns
+// AFZ_RUN_HANG: a hang verdict with its message, in process and isolated.
+TEST(Runner, APluginsHangCodeIsAHangVerdict) {
+  for (const bool isolate : {false, true}) {
+    Fixture f;
+    RunOptions o;
+    o.isolate = isolate;
+    o.oracle = OracleTier::Boost;
+    Runner runner(o);
+    f.fake.before = [] { return AFZ_RUN_HANG; };
+    f.fake.error = "no result after 2.0 s: worker killed";
+    const Verdict v = runner.run(f.fake.k, f.m, &f.r).verdict;
+    EXPECT_EQ(v.cls, VerdictClass::Hang) << (isolate ? "isolated" : "in process");
+    EXPECT_EQ(v.detail, f.fake.error);
+  }
+}
+
 TEST(Runner, NondeterminismIsCaught) {
   Fixture f;
   RunOptions o;
