@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -648,8 +649,26 @@ void Audit::fuzz_phase(double seconds) {
   t.minimize_s += fz.timing.minimize_s;
 }
 
+namespace {
+
+// A stride near cells / golden ratio, coprime with cells: slot -> slot *
+// stride mod cells is a permutation whose first slots land all over the
+// matrix (consecutive slots about 0.62 of it apart).
+int64_t interleave_stride(int64_t cells) {
+  constexpr int64_t kGoldenNum = 618034, kGoldenDen = 1000000;
+  if (cells <= 2) return 1;
+  int64_t s = std::max<int64_t>(1, cells * kGoldenNum / kGoldenDen);
+  while (std::gcd(s, cells) != 1) ++s;
+  return s;
+}
+
+}  // namespace
+
 Report Audit::run() {
   const int64_t cells = int64_t(rows_.size() * classes_.size());
+  const int64_t stride = o_.interleave_cells ? interleave_stride(cells) : 1;
+  // __int128: slot * stride overflows int64 past 3e9 cells x stride.
+  auto cell_at = [&](int64_t slot) { return int64_t((__int128(slot) * stride) % cells); };
   const int64_t begin = cells * o_.shard / o_.shards, end = cells * (o_.shard + 1) / o_.shards;
   const int jobs = std::max(1, o_.jobs);
   const int64_t per_cell = o_.cases_per_cell;
@@ -668,16 +687,26 @@ Report Audit::run() {
     std::vector<SweepWork> work(size_t(last - first));
     std::atomic<int64_t> next{first};
     auto worker = [&] {
-      for (int64_t i; (i = next.fetch_add(1)) < last;) work[size_t(i - first)] = compute(i / per_cell, int(i % per_cell));
+      for (int64_t i; (i = next.fetch_add(1)) < last;)
+        work[size_t(i - first)] = compute(cell_at(i / per_cell), int(i % per_cell));
     };
     std::vector<std::thread> threads;
     for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
     worker();
     for (std::thread& t : threads) t.join();
     for (int64_t i = first; i < last; ++i) {
-      consume(i / per_cell, int(i % per_cell), work[size_t(i - first)]);
+      consume(cell_at(i / per_cell), int(i % per_cell), work[size_t(i - first)]);
       if (o_.on_sweep_progress && i % per_cell == per_cell - 1) o_.on_sweep_progress(i / per_cell - begin + 1, end - begin);
     }
+  }
+  // Matrix order in the report, whatever order the sweep took.
+  for (ReportAudit& a : report_.audits) {
+    std::map<std::string, size_t> row_at, column_at;
+    for (size_t r = 0; r < a.rows.size(); ++r) row_at.emplace(a.rows[r], r);
+    for (size_t c = 0; c < a.columns.size(); ++c) column_at.emplace(a.columns[c], c);
+    std::stable_sort(a.cells.begin(), a.cells.end(), [&](const ReportAuditCell& x, const ReportAuditCell& y) {
+      return std::pair(row_at[x.row], column_at[x.column]) < std::pair(row_at[y.row], column_at[y.column]);
+    });
   }
   const double left = std::max(o_.time_s - clock_.seconds(), o_.time_s * kMinFuzzShare);
   if (left < kMinFuzzSeconds) return finish("cases");

@@ -65,6 +65,12 @@ struct AuditOptions {
   // shape): the sweep stops at the first chunk boundary past this many
   // seconds, and each matrix notes how many cells were not run.  <= 0: none.
   double sweep_time_s = 0;
+  // The sweep visits its cells in a stride permutation that reaches every
+  // row early, so a sweep cut by sweep_time_s covers the whole matrix thinly
+  // rather than its first rows (the fp32 rows, for GPU kernels); shards are
+  // contiguous ranges of that order.  false: row by row.  The report lists
+  // the cells in matrix order either way.
+  bool interleave_cells = true;
   int cases_per_cell = 1;
   int jobs = 1;
   std::string corpus_dir;      // "": failures are reported, not saved

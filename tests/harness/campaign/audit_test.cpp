@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "harness/campaign/audit.h"
@@ -44,6 +46,7 @@ AuditOptions options(std::vector<const afz_kernel*> kernels, int shard, const st
   o.minimize_options.max_runs = 30;  // by runs only: the result must not depend on the machine
   o.minimize_options.max_seconds = 1e9;
   o.command = "audit tests";
+  o.interleave_cells = false;  // shards of known rows
   return o;
 }
 
@@ -137,6 +140,25 @@ TEST(Audit, SweepTimeStopsTheSweepAndSaysWhatWasNotRun) {
   EXPECT_TRUE(r.audits[0].cells.empty());
   ASSERT_EQ(r.audits[0].notes.size(), 1u);
   EXPECT_EQ(r.audits[0].notes[0], "sweep stopped by --sweep-time 0 s after 0 of 40 cells: 40 cells not run");
+}
+
+// The default order reaches every part of the matrix early: the first 40 of
+// 1280 cells span many rows (row by row they would be 5), and the report
+// lists them in matrix order all the same.
+TEST(Audit, InterleavedSweepSpreadsItsFirstCellsOverTheMatrix) {
+  const afz_kernel k = narrow(testing::mutant_kernel(), "mutant.narrow");
+  const Runner runner(RunOptions{});
+  AuditOptions o = options({&k}, kNoMaskShard);
+  o.interleave_cells = true;
+  const Report r = run_audit(o, runner);
+  const ReportAudit& a = r.audits[0];
+  ASSERT_EQ(a.cells.size(), 40u);
+  std::set<std::string> rows;
+  for (const ReportAuditCell& c : a.cells) rows.insert(c.row);
+  EXPECT_GE(rows.size(), 30u);
+  std::map<std::string, size_t> row_at;
+  for (size_t i = 0; i < a.rows.size(); ++i) row_at.emplace(a.rows[i], i);
+  for (size_t i = 1; i < a.cells.size(); ++i) EXPECT_LE(row_at[a.cells[i - 1].row], row_at[a.cells[i].row]);
 }
 
 // The mutant (accumulator never rescaled) fails cells; each failing cell
