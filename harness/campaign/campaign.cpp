@@ -35,6 +35,7 @@ struct CaseWork {
   Case c;
   std::vector<CaseOutcome> outcomes;  // per kernel
   double generate_s = 0, oracle_s = 0;
+  int64_t reruns = 0;                 // kernels run twice (determinism.h)
   std::string error;                  // the case could not be built or judged
 };
 
@@ -56,6 +57,7 @@ CaseWork run_case(const CampaignOptions& o, const Runner& runner, int64_t index)
       declined[k] = unsupported_reason(*o.kernels[k].kernel, inputs->problem());
       any |= declined[k].empty();
     }
+    const bool rerun = reruns_case(o.seed, uint64_t(index), o.rerun_share);
     OracleResult reference;
     if (any) {
       Stopwatch oracle;
@@ -72,7 +74,8 @@ CaseWork run_case(const CampaignOptions& o, const Runner& runner, int64_t index)
         w.outcomes[k].verdict.detail = declined[k];
         continue;
       }
-      w.outcomes[k] = runner.run(*o.kernels[k].kernel, *inputs, &reference);
+      w.outcomes[k] = runner.run(*o.kernels[k].kernel, *inputs, &reference, rerun);
+      w.reruns += w.outcomes[k].reran ? 1 : 0;
     }
   } catch (const std::exception& e) {
     w.error = e.what();
@@ -107,8 +110,8 @@ class Campaign {
  private:
   void consume(CaseWork& w);
   void failure(const CaseWork& w, size_t k);
-  std::optional<CaseOutcome> run_one(const afz_kernel& k, const Case& c) const;
-  std::string repro_command(size_t k, const std::string& path) const;
+  std::optional<CaseOutcome> run_one(const afz_kernel& k, const Case& c, VerdictClass cls) const;
+  std::string repro_command(size_t k, const std::string& path, VerdictClass cls) const;
   void add_raw(ReportFailure f, const CaseSize& size);
   ProgressSnapshot snapshot() const;
   Report finish(const std::string& stop_reason);
@@ -129,17 +132,19 @@ class Campaign {
   int64_t consumed_ = 0, failing_cases_ = 0, unsupported_ = 0;
 };
 
-std::optional<CaseOutcome> Campaign::run_one(const afz_kernel& k, const Case& c) const {
+// Runs k on c as the failure of class `cls` was found: a nondeterministic
+// one shows only when the kernel runs twice.
+std::optional<CaseOutcome> Campaign::run_one(const afz_kernel& k, const Case& c, VerdictClass cls) const {
   try {
     Materialized m(c);
-    return runner_.run(k, m);
+    return runner_.run(k, m, nullptr, cls == VerdictClass::Nondeterministic);
   } catch (const std::exception&) {
     return std::nullopt;
   }
 }
 
-std::string Campaign::repro_command(size_t k, const std::string& path) const {
-  return repro_command_line(o_.kernels[k].origin, runner_.options(), path);
+std::string Campaign::repro_command(size_t k, const std::string& path, VerdictClass cls) const {
+  return repro_command_line(o_.kernels[k].origin, runner_.options(), path, cls);
 }
 
 // A raw signature met for the first time, as `f` (its minimized or saved
@@ -193,13 +198,13 @@ void Campaign::failure(const CaseWork& w, size_t k) {
   // the same way, and take it without minimizing again.
   if (corpus_) {
     if (const CorpusEntry* e = corpus_->find_seen(raw)) {
-      if (auto again = run_one(kernel, e->c); again && again->verdict.cls == cls) {
+      if (auto again = run_one(kernel, e->c, cls); again && again->verdict.cls == cls) {
         f.signature = e->signature;
         f.status = known_at_start_.count(e->signature) ? "known" : "new";
         f.detail = again->verdict.detail;
         f.worst = again->verdict.worst;
         f.case_file = e->path;
-        f.repro = repro_command(k, e->path);
+        f.repro = repro_command(k, e->path, cls);
         f.case_text = write_case(e->c);
         f.minimize.from_elements = f.minimize.to_elements = e->size.elements;
         add_raw(std::move(f), e->size);
@@ -214,7 +219,7 @@ void Campaign::failure(const CaseWork& w, size_t k) {
   MinimizeResult mr;
   if (o_.minimize) {
     auto still_fails = [&](const Case& cand) {
-      std::optional<CaseOutcome> out = run_one(kernel, cand);
+      std::optional<CaseOutcome> out = run_one(kernel, cand, cls);
       if (!out || out->verdict.cls != cls) return false;
       last = *out;  // the verdict of the case minimize keeps
       return true;
@@ -243,14 +248,14 @@ void Campaign::failure(const CaseWork& w, size_t k) {
     if (*saved == Corpus::Saved::Smaller && f.status == "known") f.status = "smaller";
     if (*saved == Corpus::Saved::KeptExisting) {
       // The corpus holds a repro no larger: report that one, with its verdict.
-      if (auto again = run_one(kernel, e.c)) {
+      if (auto again = run_one(kernel, e.c, cls)) {
         f.detail = again->verdict.detail;
         f.worst = again->verdict.worst;
       }
       size = e.size;
     }
     f.case_file = path;
-    f.repro = repro_command(k, path);
+    f.repro = repro_command(k, path, cls);
     f.case_text = write_case(e.c);
   } else {
     f.case_text = write_case(best);
@@ -264,12 +269,13 @@ void Campaign::consume(CaseWork& w) {
   ++class_cases_[g];
   report_.timing.generate_s += w.generate_s;
   report_.timing.oracle_s += w.oracle_s;
+  report_.run.reruns += w.reruns;
   ReportCase rc;
   rc.index = w.index;
   rc.generator = w.generator->name;
   if (!w.error.empty()) {
     report_.errors.push_back("case " + std::to_string(w.index) + " (" + w.generator->name + "): " + w.error);
-    if (o_.keep_case_records) report_.cases.push_back(std::move(rc));
+    if (o_.keep_case_records) report_.record_case(std::move(rc));
     return;
   }
   bool failed = false;
@@ -290,7 +296,7 @@ void Campaign::consume(CaseWork& w) {
     failure(w, k);
   }
   failing_cases_ += failed ? 1 : 0;
-  if (o_.keep_case_records) report_.cases.push_back(std::move(rc));
+  if (o_.keep_case_records) report_.record_case(std::move(rc));
 }
 
 ProgressSnapshot Campaign::snapshot() const {
@@ -401,6 +407,8 @@ Report Campaign::finish(const std::string& stop_reason) {
   run.oracle = runner_.oracle_name();
   run.classes = o_.mix.describe();
   run.corpus = o_.corpus_dir;
+  run.rerun_share = runner_.options().check_determinism ? 1 : o_.rerun_share;  // --determinism: every case
+  r.failing_case_count = failing_cases_;  // `cases` holds only the first kCaseRecordLimit
   run.wall_s = clock_.seconds();
   run.started_utc = started_utc_;
   for (size_t k = 0; k < o_.kernels.size(); ++k) {
@@ -581,10 +589,11 @@ Report run_campaign(const CampaignOptions& options, const Runner& runner) {
   return c.run();
 }
 
-std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path) {
+std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path,
+                               VerdictClass verdict) {
   std::string cmd = "attnfuzz";
   if (!is_builtin_origin(origin)) cmd += " --kernel-lib " + origin;
-  if (run.check_determinism) cmd += " --determinism";
+  if (run.check_determinism || verdict == VerdictClass::Nondeterministic) cmd += " --determinism";
   if (run.isolate) cmd += " --isolate";
   return cmd + " repro " + path;
 }

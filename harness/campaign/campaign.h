@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/campaign/determinism.h"
 #include "harness/campaign/minimize.h"
 #include "harness/campaign/progress.h"
 #include "harness/case/generators.h"
@@ -28,8 +29,10 @@
 namespace afz {
 
 // The exact command that re-runs a saved failure of a kernel from `origin`
-// (a plugin path is loaded again with --kernel-lib) under `run`'s options.
-std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path);
+// (a plugin path is loaded again with --kernel-lib) under `run`'s options;
+// a nondeterministic verdict needs --determinism to show again.
+std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path,
+                               VerdictClass verdict = VerdictClass::Pass);
 
 struct CampaignKernel {
   const afz_kernel* kernel = nullptr;
@@ -49,6 +52,7 @@ struct CampaignOptions {
   MinimizeOptions minimize_options;
   bool keep_case_records = true;  // per-case verdicts in the report
   int64_t stop_after_failures = -1;  // stop once this many signatures are recorded (-1: never)
+  int rerun_share = kDefaultRerunShare;  // 1 in this many cases runs twice (determinism.h); 0: none
   std::string command;          // for the report's run info
 
   // Called from the consuming thread after each case (rate limiting is the

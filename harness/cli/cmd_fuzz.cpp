@@ -12,6 +12,7 @@
 #include "harness/campaign/shard.h"
 #include "harness/case/case_file.h"
 #include "harness/cli/commands.h"
+#include "harness/report/findings.h"
 #include "harness/report/report.h"
 #include "harness/report/report_views.h"
 
@@ -89,13 +90,13 @@ void print_summary(const Report& r, const std::string& report_dir) {
   if (r.failures.empty()) {
     fmt::print("failures: none\n");
   } else {
-    fmt::print("failures: {} signatures, {} new, {} known, {} failing cases\n", r.failures.size(), r.new_failures(),
-               r.known_failures(), r.failing_cases());
-    for (const ReportFailure& f : r.failures) {
-      fmt::print("  {:<7} {} {} ({}, {} cases; case {} of class {})\n", f.status, f.kernel, verdict_name(f.verdict),
-                 f.detail, f.occurrences, f.case_index, f.generator);
-      if (f.worst.valid) fmt::print("          worst {}\n", f.worst.format());
-      if (!f.repro.empty()) fmt::print("          repro: {}\n", f.repro);
+    // One line per distinct defect (findings.h), its variants folded in.
+    const std::vector<ReportFinding> findings = group_findings(r.failures);
+    fmt::print("failures: {} findings ({} signatures: {} new, {} known) in {} failing cases\n", findings.size(),
+               r.failures.size(), r.new_failures(), r.known_failures(), r.failing_cases());
+    for (const ReportFinding& g : findings) {
+      const ReportFailure& rep = r.failures[g.representative];
+      fmt::print("  {:<4} {:<7} {}{}\n", g.id, g.status, finding_line(g), rep.repro.empty() ? "" : "; repro: " + rep.repro);
     }
   }
   for (const std::string& e : r.errors) fmt::print("error: {}\n", e);
