@@ -23,6 +23,9 @@ struct Stopwatch {
   double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
 };
 
+// The stop reason of a checkpoint written while the campaign runs.
+constexpr const char* kRunningStopReason = "running";
+
 // How far workers may run ahead of the consumer, in cases per worker: deep
 // enough that a slow case (8K keys) does not idle the others, shallow
 // enough that stopping on a time limit wastes little.
@@ -114,6 +117,8 @@ class Campaign {
   std::string repro_command(size_t k, const std::string& path, VerdictClass cls) const;
   void add_raw(ReportFailure f, const CaseSize& size);
   ProgressSnapshot snapshot() const;
+  void after_case();
+  Report assemble(const std::string& stop_reason) const;
   Report finish(const std::string& stop_reason);
 
   const CampaignOptions& o_;
@@ -130,6 +135,7 @@ class Campaign {
   std::vector<int64_t> class_cases_;
   std::vector<double> kernel_s_;
   int64_t consumed_ = 0, failing_cases_ = 0, unsupported_ = 0;
+  double last_checkpoint_s_ = 0;
 };
 
 // Runs k on c as the failure of class `cls` was found: a nondeterministic
@@ -329,7 +335,7 @@ Report Campaign::run() {
       if (stop_reason != "cases") break;
       CaseWork w = run_case(o_, runner_, i);
       consume(w);
-      if (o_.on_progress) o_.on_progress(snapshot());
+      after_case();
     }
     return finish(stop_reason);
   }
@@ -382,7 +388,7 @@ Report Campaign::run() {
       }
       room.notify_all();
       consume(w);
-      if (o_.on_progress) o_.on_progress(snapshot());
+      after_case();
     }
   } catch (...) {
     stop_workers();
@@ -392,8 +398,12 @@ Report Campaign::run() {
   return finish(stop_reason);
 }
 
-Report Campaign::finish(const std::string& stop_reason) {
-  Report& r = report_;
+Report Campaign::finish(const std::string& stop_reason) { return assemble(stop_reason); }
+
+// The report as of now: a copy, so a checkpoint can be written while the
+// campaign goes on (bounded: see report.h).
+Report Campaign::assemble(const std::string& stop_reason) const {
+  Report r = report_;
   ReportRun& run = r.run;
   run.kind = "campaign";
   run.command = o_.command;
@@ -423,7 +433,14 @@ Report Campaign::finish(const std::string& stop_reason) {
   std::erase_if(r.cells, [](const ReportCell& c) { return c.cases == 0; });
   r.timing.wall_s = run.wall_s;
   r.timing.cases_per_second = run.wall_s > 0 ? double(consumed_) / run.wall_s : 0;
-  return std::move(r);
+  return r;
+}
+
+void Campaign::after_case() {
+  if (o_.on_progress) o_.on_progress(snapshot());
+  if (!o_.on_checkpoint || o_.checkpoint_s < 0 || clock_.seconds() - last_checkpoint_s_ < o_.checkpoint_s) return;
+  last_checkpoint_s_ = clock_.seconds();
+  o_.on_checkpoint(assemble(kRunningStopReason));
 }
 
 }  // namespace

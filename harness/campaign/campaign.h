@@ -59,6 +59,11 @@ struct CampaignOptions {
   // callee's business) and once per failure signature found.
   std::function<void(const ProgressSnapshot&)> on_progress;
   std::function<void(const ReportFailure&)> on_failure;
+  // Called from the consuming thread at most every checkpoint_s seconds
+  // with the report so far (run.stop_reason "running"): a long campaign
+  // that is killed still leaves a recent report.json.
+  double checkpoint_s = -1;  // -1: never
+  std::function<void(const Report&)> on_checkpoint;
 };
 
 // Runs the campaign.  Throws std::runtime_error with a one-line message

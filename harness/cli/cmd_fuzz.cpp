@@ -135,6 +135,7 @@ struct FuzzArgs {
   std::string corpus, out, classes = "all", progress = "auto";
   int jobs = 1;
   bool no_minimize = false;
+  double checkpoint = -1;
   int minimize_runs = MinimizeOptions{}.max_runs;
   double minimize_time = MinimizeOptions{}.max_seconds;
 };
@@ -174,6 +175,13 @@ int run_fuzz(const Globals& g, const FuzzArgs& a) {
                                  verdict_name(f.verdict), f.case_index, f.generator,
                                  f.repro.empty() ? "" : "\n  repro: " + f.repro));
   };
+  if (!a.out.empty() && a.checkpoint > 0) {
+    o.checkpoint_s = a.checkpoint;
+    o.on_checkpoint = [&](const Report& now) {
+      std::string why;
+      if (!write_report_json(now, a.out, &why)) progress.message("checkpoint: " + why);
+    };
+  }
   const Runner runner(g.run_options());
   const Report r = run_campaign(o, runner);
   progress.finish();
@@ -237,6 +245,10 @@ Action add_fuzz_command(CLI::App& app, Globals& g) {
   sub->add_option("--minimize-time", a->minimize_time, "seconds per minimization")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--checkpoint", a->checkpoint,
+                  "with --out: rewrite OUT/report.json every this many seconds while the campaign runs "
+                  "(stop_reason 'running'); the full folder is written at the end")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--progress", a->progress, "progress display: auto, terminal, plain, off")->capture_default_str();
   return [&g, a]() { return run_fuzz(g, *a); };
 }

@@ -16,7 +16,8 @@
 //   schema_version: 2 (readers also take 1)
 //   run:        kind (campaign | replay | mutants | audit), command, attnfuzz_version,
 //               started_utc, seed, first_case, cases, case_limit (-1: none),
-//               time_limit_s (-1: none), stop_reason (cases | time | corpus | kills),
+//               time_limit_s (-1: none), stop_reason (cases | time | corpus | kills | failures |
+//               running: a checkpoint written while the campaign runs),
 //               jobs, oracle, classes ("name=weight,..."), corpus, wall_s,
 //               determinism {share, reruns} (version 2: 1 in `share` cases, chosen by
 //               (seed, index), ran twice and had to give identical bits; reruns counts them)
