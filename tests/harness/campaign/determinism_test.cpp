@@ -15,7 +15,7 @@ namespace afz {
 namespace {
 
 constexpr const char* kQuickClasses = "shapes=2,late_max=2,masking=1";
-constexpr int64_t kCases = 48;
+constexpr int64_t kCases = 32;
 
 CampaignOptions default_campaign(const afz_kernel& k) {
   CampaignOptions o;  // rerun_share left at its default: no flag asks for reruns
