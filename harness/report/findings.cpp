@@ -156,9 +156,11 @@ std::vector<ReportFinding> group_findings(const std::vector<ReportFailure>& fail
   }
 
   // A group joins the group with the most ingredients among those of its
-  // kernel whose ingredients are a proper subset of its own and whose
-  // verdicts include its own (ties: the first).  Taken fewest ingredients
-  // first, so the group it joins has already joined its own.
+  // kernel whose ingredients are a proper subset of its own (ties: the
+  // first); the plain case's group (no ingredients: every group contains
+  // it) only when it also shows every verdict of the joining one.  Taken
+  // fewest ingredients first, so the group it joins has already joined its
+  // own.
   std::vector<size_t> order(groups.size()), root(groups.size());
   std::iota(order.begin(), order.end(), 0);
   std::iota(root.begin(), root.end(), 0);
@@ -169,7 +171,7 @@ std::vector<ReportFinding> group_findings(const std::vector<ReportFailure>& fail
     for (size_t r = 0; r < groups.size(); ++r) {
       const Group &a = groups[g], &b = groups[r];
       if (r == g || a.kernel != b.kernel || a.needs.size() <= b.needs.size() || !contains(a.needs, b.needs) ||
-          !contains(b.verdicts, a.verdicts))
+          (b.needs.empty() && !contains(b.verdicts, a.verdicts)))
         continue;
       if (best == g || b.needs.size() > groups[best].needs.size() || (b.needs.size() == groups[best].needs.size() && r < best))
         best = r;

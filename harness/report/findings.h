@@ -14,13 +14,14 @@
 // and the family says what situation a feature creates (a fully masked row,
 // a moved row maximum, a strided layout...).  Per kernel, signatures with
 // the same ingredients are one finding; a finding whose ingredients contain
-// another's, and whose verdicts that one also shows, joins it (the same
-// defect with an extra ingredient the minimizer could not drop).
+// another's joins it (the same defect with an extra ingredient the
+// minimizer could not drop, possibly showing under another verdict), except
+// that a plain-case finding (no ingredients, contained in every other) takes
+// in only findings whose verdicts it also shows.
 //
-// Consequences, both in the direction of fewer lines: a kernel that fails
-// plain cases has one finding per verdict family it shows there; two defects
-// of one kernel with the same ingredients and verdicts are one finding whose
-// variants list both (fix one, and the next campaign shows the other).
+// Consequences, in the direction of fewer lines: two defects of one kernel
+// whose ingredients contain one another are one finding whose variants list
+// both (fix one, and the next campaign shows the other).
 // Findings are a function of the failures list alone, so a merged report's
 // findings are those of one run of the same cases.
 #pragma once

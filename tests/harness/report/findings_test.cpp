@@ -53,19 +53,34 @@ TEST(Findings, OneDefectThroughSeveralMasksVerdictsDtypesAndShapesIsOneFinding) 
 TEST(Findings, KernelsAndIngredientsStayApart) {
   const std::vector<ReportFailure> f = {
       failure("a", kSem, "causal_tl,dtype=fp32", "q1.k16", 1),
-      failure("b", kSem, "causal_tl,dtype=fp32", "q1.k16", 2),      // another kernel
-      failure("a", kNum, "dtype=fp32,softcap", "q1.k16", 3),        // another ingredient
-      failure("a", kSem, "causal_tl,dtype=fp32,row_gap", "q1.k16", 4),  // + layout, same verdict: joins a's mask
-      failure("a", kNan, "causal_tl,dtype=fp32,gqa", "q1.k16", 5),      // + heads, a verdict mask never showed
+      failure("b", kSem, "causal_tl,dtype=fp32", "q1.k16", 2),          // another kernel
+      failure("a", kNum, "dtype=fp32,softcap", "q1.k16", 3),            // another ingredient
+      failure("a", kSem, "causal_tl,dtype=fp32,row_gap", "q1.k16", 4),  // + layout: joins a's mask
+      failure("a", kNan, "causal_tl,dtype=fp32,gqa", "q1.k16", 5),      // + heads, another verdict: joins too
   };
   const std::vector<ReportFinding> g = group_findings(f);
-  ASSERT_EQ(g.size(), 4u);
+  ASSERT_EQ(g.size(), 3u);
   EXPECT_EQ(g[0].kernel, "a");
-  EXPECT_EQ(g[0].failures, (std::vector<size_t>{0, 3}));
+  EXPECT_EQ(g[0].failures, (std::vector<size_t>{0, 3, 4}));
+  EXPECT_EQ(g[0].needs, std::vector<std::string>{"mask"});
+  EXPECT_EQ(g[0].verdicts, (std::vector<VerdictClass>{kNan, kSem}));
   EXPECT_EQ(g[1].kernel, "b");
   EXPECT_EQ(g[2].needs, std::vector<std::string>{"softcap"});
-  EXPECT_EQ(g[3].needs, (std::vector<std::string>{"heads", "mask"}));
-  EXPECT_EQ(g[3].verdicts, std::vector<VerdictClass>{kNan});
+}
+
+// A plain-case finding is contained in every other: it takes in only the
+// variants whose verdicts it shows itself.
+TEST(Findings, PlainCaseTakesInOnlyItsOwnVerdicts) {
+  const std::vector<ReportFailure> f = {
+      failure("k", kNum, "dtype=fp32", "q1.k128", 1),
+      failure("k", kNan, "causal_br,dtype=fp32", "q1.k16", 2),
+      failure("k", kNum, "causal_br,dtype=fp16", "q1.k16", 3),
+  };
+  const std::vector<ReportFinding> g = group_findings(f);
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_TRUE(g[0].needs.empty());
+  EXPECT_EQ(g[1].needs, std::vector<std::string>{"mask"});
+  EXPECT_EQ(g[1].failures, (std::vector<size_t>{1, 2}));  // same ingredients: one finding, both verdicts
 }
 
 TEST(Findings, PlainCaseDefectAbsorbsItsVariantsWithExtraIngredients) {
