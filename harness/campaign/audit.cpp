@@ -362,7 +362,7 @@ class Audit {
   void consume(int64_t cell, int n, SweepWork& w);
   std::string failure(size_t k, const SweepWork& w, VerdictClass cls, int64_t cell, int n);
   void fuzz_phase(double seconds);
-  std::string repro_command(size_t k, const std::string& path) const;
+  std::string repro_command(size_t k, const std::string& path, VerdictClass cls) const;
   std::optional<CaseOutcome> run_one(const afz_kernel& k, const Case& c) const;
   Report finish(const std::string& stop_reason);
 
@@ -396,8 +396,8 @@ std::optional<CaseOutcome> Audit::run_one(const afz_kernel& k, const Case& c) co
   }
 }
 
-std::string Audit::repro_command(size_t k, const std::string& path) const {
-  return repro_command_line(o_.kernels[k].origin, runner_.options(), path);
+std::string Audit::repro_command(size_t k, const std::string& path, VerdictClass cls) const {
+  return repro_command_line(o_.kernels[k].origin, runner_.options(), path, cls);
 }
 
 SweepWork Audit::compute(int64_t cell, int n) const {
@@ -498,7 +498,7 @@ std::string Audit::failure(size_t k, const SweepWork& w, VerdictClass cls, int64
     const CorpusEntry& e = *corpus_->find(f.signature);
     if (*saved == Corpus::Saved::Smaller && f.status == "known") f.status = "smaller";
     f.case_file = path;
-    f.repro = repro_command(k, path);
+    f.repro = repro_command(k, path, cls);
     f.case_text = write_case(e.c);
   } else {
     f.case_text = write_case(best);
@@ -537,6 +537,7 @@ void Audit::consume(int64_t cell, int n, SweepWork& w) {
     ++counts.by_verdict[size_t(cls)];
     report_.timing.kernel_s += out.timing.kernel;
     report_.timing.judge_s += out.timing.judge;
+    report_.run.reruns += out.reran ? 1 : 0;
     kernel_s_[k] += out.timing.kernel;
     if (cls != VerdictClass::Unsupported) report_.add_error_stats(kernels_[k]->name, out.verdict);
 
@@ -563,9 +564,13 @@ void Audit::consume(int64_t cell, int n, SweepWork& w) {
       m.signature = signature;
     }
   }
-  // Only the failing sweep cases are recorded: all 20,000 would double the
-  // report, and the matrix and counts already hold the passes.
-  if (failing_case) report_.cases.push_back(std::move(record));
+  // Only the failing sweep cases are recorded (all 20,000 would double the
+  // report, and the matrix and counts already hold the passes), and only the
+  // first kCaseRecordLimit of them: a broken kernel fails most cells.
+  if (failing_case) {
+    report_.failing_case_count = report_.failing_case_count.value_or(0) + 1;
+    report_.record_case(std::move(record));
+  }
 }
 
 // The campaign driver for the time the sweep left, weighted towards the
@@ -621,7 +626,8 @@ void Audit::fuzz_phase(double seconds) {
     }
   }
   for (ReportAudit& a : report_.audits) a.rows.push_back(kFuzzRow);
-  for (const ReportFailure& f : fz.raw_failures) report_.raw_failures.push_back(f);
+  report_.append_raw_failures(fz);
+  report_.run.reruns += fz.run.reruns;
   for (const ReportFailure& f : fz.failures) {
     if (auto it = by_signature_.find(f.signature); it != by_signature_.end()) {
       report_.failures[it->second].occurrences += f.occurrences;
@@ -729,6 +735,8 @@ Report Audit::finish(const std::string& stop_reason) {
   run.oracle = runner_.oracle_name();
   if (run.classes.empty()) run.classes = GeneratorMix::defaults().describe();
   run.corpus = o_.corpus_dir;
+  // `attnfuzz audit` checks determinism on every case (cmd_audit.cpp).
+  run.rerun_share = runner_.options().check_determinism ? 1 : 0;
   run.wall_s = clock_.seconds();
   run.started_utc = started_utc_;
   for (size_t k = 0; k < kernels_.size(); ++k) {

@@ -23,6 +23,9 @@ struct Stopwatch {
   double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
 };
 
+// The stop reason of a checkpoint written while the campaign runs.
+constexpr const char* kRunningStopReason = "running";
+
 // How far workers may run ahead of the consumer, in cases per worker: deep
 // enough that a slow case (8K keys) does not idle the others, shallow
 // enough that stopping on a time limit wastes little.
@@ -35,6 +38,7 @@ struct CaseWork {
   Case c;
   std::vector<CaseOutcome> outcomes;  // per kernel
   double generate_s = 0, oracle_s = 0;
+  int64_t reruns = 0;                 // kernels run twice (determinism.h)
   std::string error;                  // the case could not be built or judged
 };
 
@@ -56,6 +60,7 @@ CaseWork run_case(const CampaignOptions& o, const Runner& runner, int64_t index)
       declined[k] = unsupported_reason(*o.kernels[k].kernel, inputs->problem());
       any |= declined[k].empty();
     }
+    const bool rerun = reruns_case(o.seed, uint64_t(index), o.rerun_share);
     OracleResult reference;
     if (any) {
       Stopwatch oracle;
@@ -72,7 +77,8 @@ CaseWork run_case(const CampaignOptions& o, const Runner& runner, int64_t index)
         w.outcomes[k].verdict.detail = declined[k];
         continue;
       }
-      w.outcomes[k] = runner.run(*o.kernels[k].kernel, *inputs, &reference);
+      w.outcomes[k] = runner.run(*o.kernels[k].kernel, *inputs, &reference, rerun);
+      w.reruns += w.outcomes[k].reran ? 1 : 0;
     }
   } catch (const std::exception& e) {
     w.error = e.what();
@@ -108,10 +114,12 @@ class Campaign {
  private:
   void consume(CaseWork& w);
   void failure(const CaseWork& w, size_t k);
-  std::optional<CaseOutcome> run_one(const afz_kernel& k, const Case& c) const;
-  std::string repro_command(size_t k, const std::string& path) const;
+  std::optional<CaseOutcome> run_one(const afz_kernel& k, const Case& c, VerdictClass cls) const;
+  std::string repro_command(size_t k, const std::string& path, VerdictClass cls) const;
   void add_raw(ReportFailure f, const CaseSize& size);
   ProgressSnapshot snapshot() const;
+  void after_case();
+  Report assemble(const std::string& stop_reason) const;
   Report finish(const std::string& stop_reason);
 
   const CampaignOptions& o_;
@@ -130,19 +138,22 @@ class Campaign {
   // Libraries' own time splits when the run began (afz_kernel_timing).
   std::vector<std::optional<afz_kernel_timing>> timing_at_start_;
   int64_t consumed_ = 0, failing_cases_ = 0, unsupported_ = 0;
+  double last_checkpoint_s_ = 0;
 };
 
-std::optional<CaseOutcome> Campaign::run_one(const afz_kernel& k, const Case& c) const {
+// Runs k on c as the failure of class `cls` was found: a nondeterministic
+// one shows only when the kernel runs twice.
+std::optional<CaseOutcome> Campaign::run_one(const afz_kernel& k, const Case& c, VerdictClass cls) const {
   try {
     Materialized m(c);
-    return runner_.run(k, m);
+    return runner_.run(k, m, nullptr, cls == VerdictClass::Nondeterministic);
   } catch (const std::exception&) {
     return std::nullopt;
   }
 }
 
-std::string Campaign::repro_command(size_t k, const std::string& path) const {
-  return repro_command_line(o_.kernels[k].origin, runner_.options(), path);
+std::string Campaign::repro_command(size_t k, const std::string& path, VerdictClass cls) const {
+  return repro_command_line(o_.kernels[k].origin, runner_.options(), path, cls);
 }
 
 // A raw signature met for the first time, as `f` (its minimized or saved
@@ -196,13 +207,13 @@ void Campaign::failure(const CaseWork& w, size_t k) {
   // the same way, and take it without minimizing again.
   if (corpus_) {
     if (const CorpusEntry* e = corpus_->find_seen(raw)) {
-      if (auto again = run_one(kernel, e->c); again && again->verdict.cls == cls) {
+      if (auto again = run_one(kernel, e->c, cls); again && again->verdict.cls == cls) {
         f.signature = e->signature;
         f.status = known_at_start_.count(e->signature) ? "known" : "new";
         f.detail = again->verdict.detail;
         f.worst = again->verdict.worst;
         f.case_file = e->path;
-        f.repro = repro_command(k, e->path);
+        f.repro = repro_command(k, e->path, cls);
         f.case_text = write_case(e->c);
         f.minimize.from_elements = f.minimize.to_elements = e->size.elements;
         add_raw(std::move(f), e->size);
@@ -217,7 +228,7 @@ void Campaign::failure(const CaseWork& w, size_t k) {
   MinimizeResult mr;
   if (o_.minimize) {
     auto still_fails = [&](const Case& cand) {
-      std::optional<CaseOutcome> out = run_one(kernel, cand);
+      std::optional<CaseOutcome> out = run_one(kernel, cand, cls);
       if (!out || out->verdict.cls != cls) return false;
       last = *out;  // the verdict of the case minimize keeps
       return true;
@@ -246,14 +257,14 @@ void Campaign::failure(const CaseWork& w, size_t k) {
     if (*saved == Corpus::Saved::Smaller && f.status == "known") f.status = "smaller";
     if (*saved == Corpus::Saved::KeptExisting) {
       // The corpus holds a repro no larger: report that one, with its verdict.
-      if (auto again = run_one(kernel, e.c)) {
+      if (auto again = run_one(kernel, e.c, cls)) {
         f.detail = again->verdict.detail;
         f.worst = again->verdict.worst;
       }
       size = e.size;
     }
     f.case_file = path;
-    f.repro = repro_command(k, path);
+    f.repro = repro_command(k, path, cls);
     f.case_text = write_case(e.c);
   } else {
     f.case_text = write_case(best);
@@ -267,12 +278,13 @@ void Campaign::consume(CaseWork& w) {
   ++class_cases_[g];
   report_.timing.generate_s += w.generate_s;
   report_.timing.oracle_s += w.oracle_s;
+  report_.run.reruns += w.reruns;
   ReportCase rc;
   rc.index = w.index;
   rc.generator = w.generator->name;
   if (!w.error.empty()) {
     report_.errors.push_back("case " + std::to_string(w.index) + " (" + w.generator->name + "): " + w.error);
-    if (o_.keep_case_records) report_.cases.push_back(std::move(rc));
+    if (o_.keep_case_records) report_.record_case(std::move(rc));
     return;
   }
   bool failed = false;
@@ -293,7 +305,7 @@ void Campaign::consume(CaseWork& w) {
     failure(w, k);
   }
   failing_cases_ += failed ? 1 : 0;
-  if (o_.keep_case_records) report_.cases.push_back(std::move(rc));
+  if (o_.keep_case_records) report_.record_case(std::move(rc));
 }
 
 ProgressSnapshot Campaign::snapshot() const {
@@ -326,7 +338,7 @@ Report Campaign::run() {
       if (stop_reason != "cases") break;
       CaseWork w = run_case(o_, runner_, i);
       consume(w);
-      if (o_.on_progress) o_.on_progress(snapshot());
+      after_case();
     }
     return finish(stop_reason);
   }
@@ -379,7 +391,7 @@ Report Campaign::run() {
       }
       room.notify_all();
       consume(w);
-      if (o_.on_progress) o_.on_progress(snapshot());
+      after_case();
     }
   } catch (...) {
     stop_workers();
@@ -389,8 +401,12 @@ Report Campaign::run() {
   return finish(stop_reason);
 }
 
-Report Campaign::finish(const std::string& stop_reason) {
-  Report& r = report_;
+Report Campaign::finish(const std::string& stop_reason) { return assemble(stop_reason); }
+
+// The report as of now: a copy, so a checkpoint can be written while the
+// campaign goes on (bounded: see report.h).
+Report Campaign::assemble(const std::string& stop_reason) const {
+  Report r = report_;
   ReportRun& run = r.run;
   run.kind = "campaign";
   run.command = o_.command;
@@ -404,6 +420,8 @@ Report Campaign::finish(const std::string& stop_reason) {
   run.oracle = runner_.oracle_name();
   run.classes = o_.mix.describe();
   run.corpus = o_.corpus_dir;
+  run.rerun_share = runner_.options().check_determinism ? 1 : o_.rerun_share;  // --determinism: every case
+  r.failing_case_count = failing_cases_;  // `cases` holds only the first kCaseRecordLimit
   run.wall_s = clock_.seconds();
   run.started_utc = started_utc_;
   for (size_t k = 0; k < o_.kernels.size(); ++k) {
@@ -419,7 +437,14 @@ Report Campaign::finish(const std::string& stop_reason) {
   std::erase_if(r.cells, [](const ReportCell& c) { return c.cases == 0; });
   r.timing.wall_s = run.wall_s;
   r.timing.cases_per_second = run.wall_s > 0 ? double(consumed_) / run.wall_s : 0;
-  return std::move(r);
+  return r;
+}
+
+void Campaign::after_case() {
+  if (o_.on_progress) o_.on_progress(snapshot());
+  if (!o_.on_checkpoint || o_.checkpoint_s < 0 || clock_.seconds() - last_checkpoint_s_ < o_.checkpoint_s) return;
+  last_checkpoint_s_ = clock_.seconds();
+  o_.on_checkpoint(assemble(kRunningStopReason));
 }
 
 }  // namespace
@@ -586,10 +611,11 @@ Report run_campaign(const CampaignOptions& options, const Runner& runner) {
   return c.run();
 }
 
-std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path) {
+std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path,
+                               VerdictClass verdict) {
   std::string cmd = "attnfuzz";
   if (!is_builtin_origin(origin)) cmd += " --kernel-lib " + origin;
-  if (run.check_determinism) cmd += " --determinism";
+  if (run.check_determinism || verdict == VerdictClass::Nondeterministic) cmd += " --determinism";
   if (run.isolate) cmd += " --isolate";
   return cmd + " repro " + path;
 }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/campaign/determinism.h"
 #include "harness/campaign/minimize.h"
 #include "harness/campaign/progress.h"
 #include "harness/case/generators.h"
@@ -28,8 +29,10 @@
 namespace afz {
 
 // The exact command that re-runs a saved failure of a kernel from `origin`
-// (a plugin path is loaded again with --kernel-lib) under `run`'s options.
-std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path);
+// (a plugin path is loaded again with --kernel-lib) under `run`'s options;
+// a nondeterministic verdict needs --determinism to show again.
+std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path,
+                               VerdictClass verdict = VerdictClass::Pass);
 
 struct CampaignKernel {
   const afz_kernel* kernel = nullptr;
@@ -49,12 +52,18 @@ struct CampaignOptions {
   MinimizeOptions minimize_options;
   bool keep_case_records = true;  // per-case verdicts in the report
   int64_t stop_after_failures = -1;  // stop once this many signatures are recorded (-1: never)
+  int rerun_share = kDefaultRerunShare;  // 1 in this many cases runs twice (determinism.h); 0: none
   std::string command;          // for the report's run info
 
   // Called from the consuming thread after each case (rate limiting is the
   // callee's business) and once per failure signature found.
   std::function<void(const ProgressSnapshot&)> on_progress;
   std::function<void(const ReportFailure&)> on_failure;
+  // Called from the consuming thread at most every checkpoint_s seconds
+  // with the report so far (run.stop_reason "running"): a long campaign
+  // that is killed still leaves a recent report.json.
+  double checkpoint_s = -1;  // -1: never
+  std::function<void(const Report&)> on_checkpoint;
 };
 
 // Runs the campaign.  Throws std::runtime_error with a one-line message

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <filesystem>
 #include <system_error>
@@ -106,15 +107,49 @@ bool Corpus::rewrite(CorpusEntry& e, std::string* error) {
   return save_case_file(e.path, e.c, error);
 }
 
+namespace {
+
+// The seen-as provenance of a case: the listed raw signatures and the count
+// of those left out.
+struct SeenAs {
+  std::vector<std::string> listed;
+  int64_t more = 0;
+
+  static SeenAs of(const Case& c) {
+    SeenAs s;
+    for (const std::string& p : c.provenance) {
+      if (p.starts_with(kProvSeenAsMore)) s.more += std::strtoll(p.c_str() + kProvSeenAsMore.size(), nullptr, 10);
+      else if (p.starts_with(kProvSeenAs)) s.listed.push_back(p.substr(kProvSeenAs.size()));
+    }
+    return s;
+  }
+  bool has(const std::string& raw) const { return std::find(listed.begin(), listed.end(), raw) != listed.end(); }
+  void add(const std::string& raw) {
+    if (has(raw)) return;
+    if (int(listed.size()) < kSeenAsExamples) listed.push_back(raw);
+    else ++more;
+  }
+  // Replaces c's seen-as lines with these, after its other provenance.
+  void write_to(Case& c) const {
+    std::erase_if(c.provenance,
+                  [](const std::string& p) { return p.starts_with(kProvSeenAs) || p.starts_with(kProvSeenAsMore); });
+    for (const std::string& raw : listed) c.provenance.push_back(std::string(kProvSeenAs) + raw);
+    if (more) c.provenance.push_back(std::string(kProvSeenAsMore) + std::to_string(more));
+  }
+};
+
+}  // namespace
+
 std::optional<Corpus::Saved> Corpus::save(const Case& c, const std::string& signature,
                                           const std::string& raw_signature, std::string* path, std::string* error) {
-  const std::string seen = std::string(kProvSeenAs) + raw_signature;
   auto it = entries_.find(signature);
   if (it != entries_.end() && !(case_size(c) < it->second.size)) {
     CorpusEntry& e = it->second;
     *path = e.path;
     if (!seen_as_.count(raw_signature) && raw_signature != signature) {
-      e.c.provenance.push_back(seen);
+      SeenAs seen = SeenAs::of(e.c);
+      seen.add(raw_signature);
+      seen.write_to(e.c);
       if (!rewrite(e, error)) return std::nullopt;
     }
     seen_as_[raw_signature] = signature;
@@ -124,13 +159,14 @@ std::optional<Corpus::Saved> Corpus::save(const Case& c, const std::string& sign
   CorpusEntry e{replacing ? it->second.path : file_name(c, signature), c, signature, case_size(c)};
   if (provenance_value(e.c, kProvSignature) != signature) e.c.provenance.push_back(std::string(kProvSignature) + signature);
   // The new repro inherits the raw signatures that led to the old one.
-  if (replacing)
-    for (const std::string& p : it->second.c.provenance)
-      if (p.starts_with(kProvSeenAs) &&
-          std::find(e.c.provenance.begin(), e.c.provenance.end(), p) == e.c.provenance.end())
-        e.c.provenance.push_back(p);
-  if (raw_signature != signature && std::find(e.c.provenance.begin(), e.c.provenance.end(), seen) == e.c.provenance.end())
-    e.c.provenance.push_back(seen);
+  SeenAs seen = SeenAs::of(e.c);
+  if (replacing) {
+    const SeenAs old = SeenAs::of(it->second.c);
+    for (const std::string& raw : old.listed) seen.add(raw);
+    seen.more += old.more;
+  }
+  if (raw_signature != signature) seen.add(raw_signature);
+  seen.write_to(e.c);
   if (!rewrite(e, error)) return std::nullopt;
   *path = e.path;
   seen_as_[raw_signature] = signature;

@@ -24,6 +24,13 @@ inline constexpr std::string_view kCaseFileExtension = ".case";
 inline constexpr std::string_view kProvSignature = "signature ";
 // A raw (pre-minimization) signature that minimized to this repro.
 inline constexpr std::string_view kProvSeenAs = "seen-as ";
+// How many more raw signatures minimized to this repro than are listed.
+inline constexpr std::string_view kProvSeenAsMore = "seen-as-more ";
+// A repro lists at most this many raw signatures as examples and counts the
+// rest, so a case file stays a few lines however long the campaigns that
+// keep meeting its bug run.  A raw signature not listed is minimized again
+// when a restarted campaign meets it (and the repro kept if no larger).
+inline constexpr int kSeenAsExamples = 4;
 
 // The regular files ending in .case directly inside `dir`, sorted by name.
 // nullopt and a one-line *error when the folder cannot be read.
@@ -58,7 +65,7 @@ class Corpus {
   enum class Saved { New, Smaller, KeptExisting };
   // Saves `c` as the repro of `signature` unless the folder already holds a
   // repro of it that is no larger; records `raw_signature` as seen-as either
-  // way.  The entry's path in *path.  nullopt and *error when writing fails.
+  // way (listed while fewer than kSeenAsExamples are, else counted).  The entry's path in *path.  nullopt and *error when writing fails.
   std::optional<Saved> save(const Case& c, const std::string& signature, const std::string& raw_signature,
                             std::string* path, std::string* error);
 

@@ -204,6 +204,8 @@ Report mutant_gate_report(const MutantGateResult& result, const MutantGateOption
     const Report& c = row.campaign;
     if (run.started_utc.empty()) run.started_utc = c.run.started_utc;
     run.cases += c.run.cases;
+    run.rerun_share = c.run.rerun_share;
+    run.reruns += c.run.reruns;
     if (!row.killed && run.stop_reason == "kills") run.stop_reason = row.stop_reason;
     r.kernels.insert(r.kernels.end(), c.kernels.begin(), c.kernels.end());
     r.cells.insert(r.cells.end(), c.cells.begin(), c.cells.end());
@@ -217,7 +219,7 @@ Report mutant_gate_report(const MutantGateResult& result, const MutantGateOption
     r.timing.kernel_s += c.timing.kernel_s;
     r.timing.judge_s += c.timing.judge_s;
     r.timing.minimize_s += c.timing.minimize_s;
-    r.raw_failures.insert(r.raw_failures.end(), c.raw_failures.begin(), c.raw_failures.end());
+    r.append_raw_failures(c);
     ReportMutant m;
     m.kernel = row.kernel;
     m.killed = row.killed;

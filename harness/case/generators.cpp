@@ -156,6 +156,69 @@ MaskPattern random_pattern(Dice& d, int sq, int sk) {
   }
 }
 
+// A moving row maximum (issue's late maxima): the largest scores in the last
+// keys or block, a max growing every key block (every step rescales), or
+// the max first and smaller ever after.  Returns the largest planted score.
+double plant_moving_max(Dice& d, Case& c, int block) {
+  switch (d.below(4)) {
+    case 0:
+    case 1: {
+      const double boost = d.pick({8.0, 20.0, 60.0});
+      c.transforms.push_back(transform("late_max", {{"count", d.pick({1, 2, 5, block})}, {"boost", boost}}));
+      return boost;
+    }
+    case 2: {
+      const double step = d.pick({0.5, 2.0, 8.0});
+      c.transforms.push_back(transform("growing_max", {{"block", block}, {"step", step}}));
+      return step * double(c.seqlens_k[0] / block);
+    }
+    default: {
+      const double boost = d.pick({20.0, 60.0});
+      c.transforms.push_back(transform("early_max", {{"count", d.pick({1, 3})}, {"boost", boost}}));
+      return boost;
+    }
+  }
+}
+
+// Extreme magnitudes: q scaled up, every score shifted far down or up, rows
+// of +amp and -amp in one tile, huge late maxima, softcap over large
+// scores.  Returns the largest planted score.
+double plant_magnitude(Dice& d, Case& c) {
+  double max_target = 0;
+  switch (d.below(5)) {
+    case 0: {
+      const double factor = d.pick({16.0, 128.0, 1024.0, 4096.0});
+      // |q| * factor must stay finite in the input dtype.
+      const double fits = max_finite(c.in_dtype) * kCarrierHeadroom / kNormalReach;
+      c.transforms.push_back(transform("scale_q", {{"factor", std::min(factor, fits)}}));
+      break;
+    }
+    case 1: {
+      const double offset = d.pick({-90.0, -100.0, -200.0, -1000.0, -1e4, -3e4, 12.0, 20.0, 100.0, 1e4});
+      c.transforms.push_back(transform("shift_scores", {{"offset", offset}}));
+      max_target = offset < 0 ? -offset : offset;
+      break;
+    }
+    case 2: {
+      const double amp = d.pick({100.0, 1000.0, 1e4});
+      c.transforms.push_back(transform("row_contrast", {{"amp", amp}}));
+      max_target = amp;
+      break;
+    }
+    case 3: {
+      const double boost = d.pick({1000.0, 1e4});
+      c.transforms.push_back(transform("late_max", {{"count", d.range(1, 5)}, {"boost", boost}}));
+      max_target = boost;
+      break;
+    }
+    default:
+      c.softcap = d.pick({20.0, 30.0, 50.0});
+      c.transforms.push_back(transform("scale_q", {{"factor", d.pick({16.0, 128.0})}}));
+      break;
+  }
+  return max_target;
+}
+
 // --------------------------------------------------------- generators --
 
 // Shapes: block edges, lengths shorter than a block, 1, seqlen_q != seqlen_k
@@ -230,28 +293,7 @@ Case gen_late_max(Dice& d) {
   const int delta = d.pick({-1, 0, 1, d.range(2, block - 1)});
   c.seqlens_k = {std::max(1, block * blocks + delta)};
   c.seqlens_q = {d.chance(300) ? c.seqlens_k[0] : d.range(1, 128)};
-  double max_target = 0;
-  switch (d.below(4)) {
-    case 0:
-    case 1: {
-      const double boost = d.pick({8.0, 20.0, 60.0});
-      c.transforms.push_back(transform("late_max", {{"count", d.pick({1, 2, 5, block})}, {"boost", boost}}));
-      max_target = boost;
-      break;
-    }
-    case 2: {
-      const double step = d.pick({0.5, 2.0, 8.0});
-      c.transforms.push_back(transform("growing_max", {{"block", block}, {"step", step}}));
-      max_target = step * double(c.seqlens_k[0] / block);
-      break;
-    }
-    default: {
-      const double boost = d.pick({20.0, 60.0});
-      c.transforms.push_back(transform("early_max", {{"count", d.pick({1, 3})}, {"boost", boost}}));
-      max_target = boost;
-      break;
-    }
-  }
+  const double max_target = plant_moving_max(d, c, block);
   if (d.chance(300)) set_causal(c, pick_align(d));
   if (d.chance(200)) {  // a second sequence puts the late keys at another block offset
     set_batch(c, 2);
@@ -288,38 +330,7 @@ Case gen_flat(Dice& d) {
 // or -1e4; neighbouring rows at +amp and -amp inside one query tile.
 Case gen_magnitude(Dice& d) {
   Case c = base_case(d);
-  double max_target = 0;
-  switch (d.below(5)) {
-    case 0: {
-      const double factor = d.pick({16.0, 128.0, 1024.0, 4096.0});
-      // |q| * factor must stay finite in the input dtype.
-      const double fits = max_finite(c.in_dtype) * kCarrierHeadroom / kNormalReach;
-      c.transforms.push_back(transform("scale_q", {{"factor", std::min(factor, fits)}}));
-      break;
-    }
-    case 1: {
-      const double offset = d.pick({-90.0, -100.0, -200.0, -1000.0, -1e4, -3e4, 12.0, 20.0, 100.0, 1e4});
-      c.transforms.push_back(transform("shift_scores", {{"offset", offset}}));
-      max_target = offset < 0 ? -offset : offset;
-      break;
-    }
-    case 2: {
-      const double amp = d.pick({100.0, 1000.0, 1e4});
-      c.transforms.push_back(transform("row_contrast", {{"amp", amp}}));
-      max_target = amp;
-      break;
-    }
-    case 3: {
-      const double boost = d.pick({1000.0, 1e4});
-      c.transforms.push_back(transform("late_max", {{"count", d.range(1, 5)}, {"boost", boost}}));
-      max_target = boost;
-      break;
-    }
-    default:
-      c.softcap = d.pick({20.0, 30.0, 50.0});
-      c.transforms.push_back(transform("scale_q", {{"factor", d.pick({16.0, 128.0})}}));
-      break;
-  }
+  const double max_target = plant_magnitude(d, c);
   keep_carrier_in_range(c, max_target);
   fit_work(c, kWorkBudget);
   return c;
@@ -475,6 +486,75 @@ Case gen_add_mask(Dice& d) {
   return c;
 }
 
+// One structural feature of the composed class: what real kernels meet
+// around extreme scores.
+void add_structure(Dice& d, Case& c, int block) {
+  switch (d.below(7)) {
+    case 0: set_causal(c, pick_align(d)); break;
+    case 1: {
+      const int left = d.pick({0, 1, 3, 16, 63, 64, 100});
+      const int right = d.pick({-1, 0, 1, 5, 64});
+      set_window(c, left, right, pick_align(d));
+      break;
+    }
+    case 2: {  // a key block empty for part of the rows: the first (the running max is -inf when keys arrive) or any
+      const int i0 = d.range(0, c.seqlens_q[0] - 1);
+      const int i1 = d.range(i0, c.seqlens_q[0] - 1);
+      const int key_block = d.chance(500) ? 0 : d.range(0, (c.seqlens_k[0] - 1) / block);
+      c.bool_mask = MaskPattern{"key_block", {block, i0, i1, key_block}};
+      break;
+    }
+    case 3: {
+      AddMask a;
+      a.value_kind = d.pick({AddValueKind::NegInf, AddValueKind::Lowest, AddValueKind::Number});
+      if (a.value_kind == AddValueKind::Number) a.value = d.pick({-1e4, -65504.0, -1e9});
+      a.pattern = random_pattern(d, c.seqlens_q[0], c.seqlens_k[0]);
+      c.add_mask = a;
+      break;
+    }
+    case 4: c.softcap = d.pick({20.0, 30.0, 50.0}); break;
+    case 5:
+      c.heads_kv = d.pick({1, 2});
+      c.heads_q = c.heads_kv * d.pick({2, 4});
+      break;
+    default: {  // varlen: more sequences, some of them empty
+      set_batch(c, d.range(2, 3));
+      for (int b = 1; b < c.batch; ++b) {
+        c.seqlens_q[b] = d.chance(200) ? 0 : short_len(d);
+        c.seqlens_k[b] = d.chance(200) ? 0 : short_len(d);
+      }
+      break;
+    }
+  }
+}
+
+// Composed: a moving maximum or an extreme magnitude together with one to
+// three structural features (masks and windows in both alignments, key
+// blocks empty for part of a tile, additive masks, softcap, GQA/MQA, varlen
+// with empty sequences), over rows of several key blocks or a decode row
+// long enough for split-KV partitions: defects live where features meet,
+// and the single-feature classes rarely combine them.
+Case gen_composed(Dice& d) {
+  Case c = base_case(d);
+  const int block = d.pick(kBlockSizes);
+  if (d.chance(250)) {  // decode: a few queries over a row that split-KV kernels cut into partitions
+    c.seqlens_q = {d.range(1, 4)};
+    const int keys = d.pick({256, 1000, 2048});
+    c.seqlens_k = {keys + d.range(0, block)};
+  } else {
+    const int blocks = d.range(2, 6);
+    const int delta = d.pick({-1, 0, 1, d.range(2, block - 1)});
+    c.seqlens_k = {std::max(1, block * blocks + delta)};
+    c.seqlens_q = {d.chance(500) ? c.seqlens_k[0] : d.range(1, 2 * block)};
+  }
+  const double max_target = d.chance(600) ? plant_moving_max(d, c, block) : plant_magnitude(d, c);
+  const int features = d.range(1, 3);
+  for (int n = 0; n < features; ++n) add_structure(d, c, block);
+  keep_carrier_in_range(c, max_target);
+  fit_work(c, kWorkBudget);
+  return c;
+}
+
 }  // namespace
 
 int64_t case_work(const Case& c) {
@@ -500,6 +580,9 @@ const std::vector<GeneratorDef>& generator_table() {
        gen_layouts},
       {"add_mask", "additive masks of -inf, the dtype's lowest value, large finite negatives, mixed with -inf", 1,
        gen_add_mask},
+      {"composed", "a moving max or extreme magnitude with 1-3 of masks, windows, key blocks, softcap, GQA, varlen, "
+                   "split-KV length rows",
+       2, gen_composed},
   };
   return table;
 }

@@ -12,6 +12,7 @@
 #include "harness/campaign/shard.h"
 #include "harness/case/case_file.h"
 #include "harness/cli/commands.h"
+#include "harness/report/findings.h"
 #include "harness/report/report.h"
 #include "harness/report/report_views.h"
 
@@ -89,13 +90,13 @@ void print_summary(const Report& r, const std::string& report_dir) {
   if (r.failures.empty()) {
     fmt::print("failures: none\n");
   } else {
-    fmt::print("failures: {} signatures, {} new, {} known, {} failing cases\n", r.failures.size(), r.new_failures(),
-               r.known_failures(), r.failing_cases());
-    for (const ReportFailure& f : r.failures) {
-      fmt::print("  {:<7} {} {} ({}, {} cases; case {} of class {})\n", f.status, f.kernel, verdict_name(f.verdict),
-                 f.detail, f.occurrences, f.case_index, f.generator);
-      if (f.worst.valid) fmt::print("          worst {}\n", f.worst.format());
-      if (!f.repro.empty()) fmt::print("          repro: {}\n", f.repro);
+    // One line per distinct defect (findings.h), its variants folded in.
+    const std::vector<ReportFinding> findings = group_findings(r.failures);
+    fmt::print("failures: {} findings ({} signatures: {} new, {} known) in {} failing cases\n", findings.size(),
+               r.failures.size(), r.new_failures(), r.known_failures(), r.failing_cases());
+    for (const ReportFinding& g : findings) {
+      const ReportFailure& rep = r.failures[g.representative];
+      fmt::print("  {:<4} {:<7} {}{}\n", g.id, g.status, finding_line(g), rep.repro.empty() ? "" : "; repro: " + rep.repro);
     }
   }
   for (const std::string& e : r.errors) fmt::print("error: {}\n", e);
@@ -134,6 +135,7 @@ struct FuzzArgs {
   std::string corpus, out, classes = "all", progress = "auto";
   int jobs = 1;
   bool no_minimize = false;
+  double checkpoint = -1;
   int minimize_runs = MinimizeOptions{}.max_runs;
   double minimize_time = MinimizeOptions{}.max_seconds;
 };
@@ -173,6 +175,13 @@ int run_fuzz(const Globals& g, const FuzzArgs& a) {
                                  verdict_name(f.verdict), f.case_index, f.generator,
                                  f.repro.empty() ? "" : "\n  repro: " + f.repro));
   };
+  if (!a.out.empty() && a.checkpoint > 0) {
+    o.checkpoint_s = a.checkpoint;
+    o.on_checkpoint = [&](const Report& now) {
+      std::string why;
+      if (!write_report_json(now, a.out, &why)) progress.message("checkpoint: " + why);
+    };
+  }
   const Runner runner(g.run_options());
   const Report r = run_campaign(o, runner);
   progress.finish();
@@ -236,6 +245,10 @@ Action add_fuzz_command(CLI::App& app, Globals& g) {
   sub->add_option("--minimize-time", a->minimize_time, "seconds per minimization")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--checkpoint", a->checkpoint,
+                  "with --out: rewrite OUT/report.json every this many seconds while the campaign runs "
+                  "(stop_reason 'running'); the full folder is written at the end")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--progress", a->progress, "progress display: auto, terminal, plain, off")->capture_default_str();
   return [&g, a]() { return run_fuzz(g, *a); };
 }

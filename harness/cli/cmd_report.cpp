@@ -30,10 +30,11 @@ int run_merge(const Globals& g, const ReportArgs& a) {
   if (!merged) throw BadInput{error};
   merged->run.command = g.command_line;
   if (!write_report_folder(*merged, a.out, &error)) throw BadInput{error};
-  fmt::print("merged {} report{} into {}: {} cases, {} failure signature{} ({} new), {} failing cases\n",
-             a.merge_dirs.size(), a.merge_dirs.size() == 1 ? "" : "s", a.out, merged->run.cases,
-             merged->failures.size(), merged->failures.size() == 1 ? "" : "s", merged->new_failures(),
-             merged->failing_cases());
+  const size_t findings = group_findings(merged->failures).size();
+  fmt::print("merged {} report{} into {}: {} cases, {} finding{} ({} failure signature{}, {} new), {} failing cases\n",
+             a.merge_dirs.size(), a.merge_dirs.size() == 1 ? "" : "s", a.out, merged->run.cases, findings,
+             findings == 1 ? "" : "s", merged->failures.size(), merged->failures.size() == 1 ? "" : "s",
+             merged->new_failures(), merged->failing_cases());
   return merged->new_failures() > 0 || !merged->errors.empty() ? kExitFailuresFound : kExitOk;
 }
 

@@ -6,7 +6,10 @@
 //
 // Per output series (the O tensor of one dtype, or the fp32 LSE):
 //   * every judged element's error in units of its bound and in ulps of the
-//     output dtype (at the oracle value);
+//     output dtype at the row's scale (its largest exact |o|; for the LSE the
+//     larger of |lse| and the row's largest |score|), where ulps mean what a
+//     reader expects: an element near zero in a row of size 1 is not
+//     "billions of ulps" off when it is within its bound;
 //   * every judged row's worst error / bound, binned by where the row's
 //     largest score sits among its visible keys (late maxima and partial
 //     last blocks show on the right) and by the row's max |score| (the

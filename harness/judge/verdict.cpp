@@ -139,6 +139,15 @@ struct Judge {
     if (!eb.begin_row(row_terms(p, r, ri, b))) return;  // outside the declared precision model
     double row_over = 0;
     bool judged = false;
+    // Ulps at the row's scale, its largest exact |o|: an element whose exact
+    // value is near zero is judged against a bound set by the row (the sum
+    // of w|v| it came from), so ulps at its own tiny value would call a
+    // correct kernel billions of ulps off.
+    double row_scale = 0;
+    for (int x = 0; x < p.head_dim_v; ++x) {
+      const int64_t e = ri * r.dv + x;
+      row_scale = std::max(row_scale, std::fabs(r.o[e].hi + r.o[e].lo));
+    }
     for (int x = 0; x < p.head_dim_v; ++x) {
       const int64_t e = ri * r.dv + x;
       const double ov = r.o[e].hi + r.o[e].lo;
@@ -158,7 +167,7 @@ struct Judge {
       const double err = std::fabs(kv - ov);
       const double oerr = r.o_err.empty() ? 0.0 : r.o_err[e];
       const double over = track(false, b, h, i, x, kv, ov, err, bound, p.o.dtype);
-      v.o_stats.add_element(over, err / ulp(p.o.dtype, ov));
+      v.o_stats.add_element(over, err / ulp(p.o.dtype, row_scale));
       row_over = std::max(row_over, over);
       judged = true;
       if (err - oerr > bound) {
@@ -184,7 +193,8 @@ struct Judge {
     const double err = std::fabs(double(kl) - exact);
     const double oerr = r.lse_err.empty() ? 0.0 : r.lse_err[ri];
     const double over = track(true, b, h, i, 0, kl, exact, err, bound, AFZ_F32);
-    v.lse_stats.add_element(over, err / ulp(AFZ_F32, exact));
+    // The LSE is m + ln l: its scale is the row's largest |score| as much as its own value.
+    v.lse_stats.add_element(over, err / ulp(AFZ_F32, std::max(std::fabs(exact), r.max_abs_score[ri])));
     v.lse_stats.add_row(over, key_bin(r, ri), r.max_abs_score[ri]);
     if (err - oerr <= bound) return;
     // Name the convention a wrong LSE follows, when it follows one.

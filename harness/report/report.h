@@ -3,13 +3,24 @@
 // direct serialization (report_json.cpp); the HTML page, JUnit XML, SARIF
 // and `report merge` are further views of the same struct.
 //
-// report.json, schema "attnfuzz-report" version 1 (kReportSchemaVersion):
+// Size: a report is bounded by what was found, not by how long the run
+// took.  A case is a function of (seed, index), so the report records
+// occurrences by case index and count, never by case text: per-case verdicts
+// for the first kCaseRecordLimit cases only, the raw-signature ledger up to
+// kRawSignatureLimit entries without case texts, and one case text per
+// failure signature (reports/README.md states the bound; campaign_test
+// checks it).
+//
+// report.json, schema "attnfuzz-report" version 2 (kReportSchemaVersion):
 //   schema:     "attnfuzz-report"
-//   schema_version: 1
+//   schema_version: 2 (readers also take 1)
 //   run:        kind (campaign | replay | mutants | audit), command, attnfuzz_version,
 //               started_utc, seed, first_case, cases, case_limit (-1: none),
-//               time_limit_s (-1: none), stop_reason (cases | time | corpus | kills),
-//               jobs, oracle, classes ("name=weight,..."), corpus, wall_s
+//               time_limit_s (-1: none), stop_reason (cases | time | corpus | kills | failures |
+//               running: a checkpoint written while the campaign runs),
+//               jobs, oracle, classes ("name=weight,..."), corpus, wall_s,
+//               determinism {share, reruns} (version 2: 1 in `share` cases, chosen by
+//               (seed, index), ran twice and had to give identical bits; reruns counts them)
 //   kernels:    [{name, origin, description, conventions {masked_row_output: zero|nan,
 //               empty_lse: -inf|+inf|nan}, kernel_s, split (optional: {calls, compile_calls,
 //               compile_s, run_s, copy_s}, the library's own split of kernel_s, e.g. the Python
@@ -20,24 +31,31 @@
 //   failures:   [{kernel, verdict, signature, raw_signature, status (new | smaller | known),
 //               generator, seed, case_index, occurrences, detail, worst {...},
 //               case_file, repro, case_text, minimize {from_elements, to_elements,
-//               runs, seconds, exhausted}}]
+//               runs, seconds, exhausted}}]  one per failure signature
+//   findings:   [{id, kernel, needs [family, ...], features [..], status, verdicts [..],
+//               occurrences, first_case, signatures [..], representative}]  (version 2) the failures
+//               grouped into distinct defects (findings.h); a function of `failures`
 //   timing:     {generate_s, oracle_s, kernel_s, judge_s, minimize_s, wall_s, cases_per_second}
-//   cases:      [{i, g, v: [VERDICT per kernel, in the order of `kernels`]}]  (an audit records
-//               only its failing sweep cases: its matrix and counts hold the rest)
+//   cases:      [{i, g, v: [VERDICT per kernel, in the order of `kernels`]}]  the first
+//               kCaseRecordLimit cases (an audit records only its failing sweep cases: its
+//               matrix and counts hold the rest)
 //   errors:     ["one line", ...]   cases that could not be generated or run
-//   summary:    {verdict: pass | fail, new_failures, known_failures, failing_cases}
+//   summary:    {verdict: pass | fail, new_failures, known_failures, failing_cases, findings}
 // Added in version 1 (optional; absent in older files):
-//   raw_failures: [failure, ...]  one per raw signature (of the case as generated): its first
-//               occurrence, minimized, with occurrences counting that raw signature only.
-//               `failures` is a function of this list (consolidate_failures in
-//               report_views.h), which is what makes merging shards exact.
+//   raw_failures: [failure, ...]  the raw-signature ledger: one per raw signature (of the case
+//               as generated), its first occurrence minimized, with occurrences counting that
+//               raw signature only; at most kRawSignatureLimit entries (version 2).  `failures`
+//               is a function of this list (consolidate_failures in report_views.h) while it is
+//               complete, which is what makes merging shards exact.
+//   raw_failures_complete: false once a raw signature was left out of raw_failures (version 2)
 //   error_stats: {axes {error {lo_exp, hi_exp}, score {lo_exp, hi_exp}, key_position_bins},
 //               series: [{kernel, series (o.fp16 | o.bf16 | o.fp32 | o.e4m3 | lse), elements, rows,
 //               max_over_bound, max_ulps, over_bound [[bin, n]], ulps [[bin, n]],
 //               by_key_position [[key_bin, error_bin, n]], key_position_max [[key_bin, max]],
 //               by_score [[score_bin, error_bin, n]], score_max [[score_bin, max]]}]}
 //               sparse histograms (zero counts left out) on the axes of error_stats.h;
-//               a maximum that is not finite is the string "inf" or "nan".
+//               a maximum that is not finite is the string "inf" or "nan".  Ulps are
+//               taken at the row's scale (version 2; at the exact element in version 1).
 //   audits:     [{kernel, rows [..], columns [..], cells [{row, column, status (pass | fail |
 //               unsupported), verdict, cases, signature}], notes ["one line", ...]}]   the audit
 //               matrix; notes (optional) say where the audited kernels' declared conventions differ
@@ -54,13 +72,21 @@
 #include <string>
 #include <vector>
 
+#include "harness/case/case_features.h"
 #include "harness/judge/verdict.h"
 
 namespace afz {
 
-inline constexpr int kReportSchemaVersion = 1;
+inline constexpr int kReportSchemaVersion = 2;
 inline constexpr const char* kReportSchemaName = "attnfuzz-report";
 inline constexpr const char* kAttnfuzzVersion = "0.1.0";
+// The bounds that keep a report's size a function of what was found: per-case
+// verdicts of the first cases only (the counts hold every case), and a
+// raw-signature ledger that stops growing once a run has met this many raw
+// signatures (each entry a failure record of a kilobyte or two; merging
+// shards stays exact while no part exceeds it).
+inline constexpr size_t kCaseRecordLimit = 64;
+inline constexpr size_t kRawSignatureLimit = 32;
 // VerdictClass runs from Pass to Hang (the most severe, last).
 inline constexpr int kVerdictClassCount = int(VerdictClass::Hang) + 1;
 
@@ -80,6 +106,10 @@ struct ReportRun {
   std::string classes;
   std::string corpus;
   double wall_s = 0;
+  // Determinism without a flag: 1 in `rerun_share` cases (0: none) ran twice
+  // per kernel; `reruns` counts those kernel runs (determinism.h).
+  int rerun_share = 0;
+  int64_t reruns = 0;
 };
 
 // A library's own split of a kernel's time over the run (afz_kernel_timing):
@@ -202,7 +232,11 @@ struct Report {
   ReportTiming timing;
   std::vector<ReportCase> cases;
   std::vector<std::string> errors;
-  std::vector<ReportFailure> raw_failures;
+  std::vector<ReportFailure> raw_failures;  // the ledger, at most kRawSignatureLimit entries
+  bool raw_failures_complete = true;        // false once a raw signature was left out
+  // Cases with at least one failing kernel, when `cases` does not hold them
+  // all (a campaign past kCaseRecordLimit cases, a merge); else counted there.
+  std::optional<int64_t> failing_case_count;
   std::vector<ReportErrorStats> error_stats;  // sorted by (kernel, series)
   std::vector<ReportAudit> audits;
   std::vector<ReportMutant> mutants;
@@ -210,10 +244,18 @@ struct Report {
   ReportCell& cell(const std::string& kernel, const std::string& generator);
   // Adds a judged case's statistics to the kernel's series.
   void add_error_stats(const std::string& kernel, const Verdict& v);
-  // The campaign's ledger of raw signatures: the first occurrence of each,
-  // minimized (occurrences 1), then one count per later occurrence.
+  // Per-case verdicts up to kCaseRecordLimit; later cases are left out (the
+  // recorder sets failing_case_count).
+  void record_case(ReportCase c);
+  // The ledger of raw signatures: the first occurrence of each, minimized
+  // (occurrences 1), then one count per later occurrence.  Past
+  // kRawSignatureLimit entries a new raw signature is left out and the
+  // ledger is incomplete.
   void note_raw_failure(const ReportFailure& f);
   void count_raw_occurrence(const std::string& raw_signature);
+  // Appends another run's ledger (a mutant run's campaigns, an audit's fuzz
+  // phase), within the same limit.
+  void append_raw_failures(const Report& other);
   int64_t new_failures() const;
   int64_t known_failures() const;
   int64_t failing_cases() const;  // cases where at least one kernel failed

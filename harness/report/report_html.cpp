@@ -131,6 +131,7 @@ class Page {
   Page(const Report& r, const HtmlOptions& o) : r_(r), options_(o) {
     for (size_t k = 0; k < r.kernels.size(); ++k) kernel_color_[r.kernels[k].name] = int(k);
     for (size_t i = 0; i < r.failures.size(); ++i) signature_anchor_.emplace(r.failures[i].signature, i);
+    findings_ = group_findings(r.failures);
   }
 
   std::string render() {
@@ -145,6 +146,7 @@ class Page {
     mutants();
     audits();
     statistics();
+    findings();
     failures();
     errors();
     run_details();
@@ -200,7 +202,8 @@ class Page {
       headline = fmt::format("no failures in {} cases on {} kernel{}", r_.run.cases, r_.kernels.size(),
                              r_.kernels.size() == 1 ? "" : "s");
     } else {
-      headline = fmt::format("{} failure signature{} ({} new, {} known) in {} failing case{}", r_.failures.size(),
+      headline = fmt::format("{} finding{} ({} failure signature{}: {} new, {} known) in {} failing case{}",
+                             findings_.size(), findings_.size() == 1 ? "" : "s", r_.failures.size(),
                              r_.failures.size() == 1 ? "" : "s", r_.new_failures(), r_.known_failures(),
                              r_.failing_cases(), r_.failing_cases() == 1 ? "" : "s");
       if (!r_.errors.empty()) headline += fmt::format("; {} harness error{}", r_.errors.size(), r_.errors.size() == 1 ? "" : "s");
@@ -367,10 +370,11 @@ class Page {
       return;
     }
     out_ << "<p class=\"muted\">Every judged element's error |kernel &minus; exact| in units of its own bound (a "
-            "correct kernel stays below 1) and in ulps of the output dtype at the exact value; for rows, the "
+            "correct kernel stays below 1) and in ulps of the output dtype at the row's scale (its largest exact |o|; "
+            "for the LSE the larger of |lse| and the row's largest |score|); for rows, the "
             "row's worst error / bound.</p>\n<table class=\"stats\">\n<tr><th>kernel</th><th>output</th>"
             "<th class=\"n\">elements</th><th class=\"n\">rows</th><th class=\"n\">exact</th>"
-            "<th class=\"n\">&le; bound</th><th class=\"n\">max error / bound</th><th class=\"n\">max ulps</th></tr>\n";
+            "<th class=\"n\">&le; bound</th><th class=\"n\">max error / bound</th><th class=\"n\">max ulps (row scale)</th></tr>\n";
     std::vector<const ReportErrorStats*> sorted;
     for (const ReportErrorStats& e : r_.error_stats) sorted.push_back(&e);
     std::stable_sort(sorted.begin(), sorted.end(), [&](const ReportErrorStats* a, const ReportErrorStats* b) {
@@ -404,7 +408,7 @@ class Page {
       const std::string name = series_title(s);
       Plot bound{name + ": error in units of the bound", "error / bound (log)", "fraction of elements (log)",
                  true, true, 1.0, "bound", std::nullopt, {}};
-      Plot ulps{name + ": error in ulps", "error in ulps of the output dtype (log)", "fraction of elements (log)",
+      Plot ulps{name + ": error in ulps", "error in ulps of the output dtype at the row's scale (log)", "fraction of elements (log)",
                 true, true, 1.0, "1 ulp", std::nullopt, {}};
       Plot position{name + ": row error vs position of the row maximum",
                     "position of the row's largest score among its visible keys (0 first, 1 last)",
@@ -453,7 +457,7 @@ class Page {
       captions.push_back("Distribution of every judged element's error / bound; exact results (error 0) are "
                          "counted in the legend, not drawn. Right of the dashed line is a failure.");
       plots.push_back(std::move(ulps));
-      captions.push_back("The same errors in ulps of the output dtype at the exact value.");
+      captions.push_back("The same errors in ulps of the output dtype at the row's scale.");
       plots.push_back(std::move(position));
       captions.push_back("Rows binned by where their largest score sits (late maxima and partial last blocks on "
                          "the right); solid: worst row of the bin, dashed: median row.");
@@ -496,6 +500,31 @@ class Page {
                         num(w.oracle, 9), num(w.error), num(w.bound), num(w.ulps), num(w.over_bound));
   }
 
+  // One row per distinct defect (findings.h): the summary a person reads
+  // first; each links to its variants below.
+  void findings() {
+    if (findings_.empty()) return;
+    out_ << "<h2 id=\"findings\">Findings</h2>\n<p class=\"muted\">Failure signatures grouped into distinct "
+            "defects: per kernel, by the ingredients their minimized cases need (feature families, dtypes left "
+            "out); verdicts, dtypes and size buckets are variants. The repro is the smallest variant's.</p>\n"
+            "<table class=\"findings\">\n<tr><th>finding</th><th>kernel</th><th>status</th><th>verdicts</th>"
+            "<th>needs</th><th class=\"n\">failing runs</th><th>variants</th><th class=\"n\">first case</th>"
+            "<th>repro</th></tr>\n";
+    for (const ReportFinding& g : findings_) {
+      std::string variants;
+      for (size_t i : g.failures)
+        variants += fmt::format("{}<a href=\"#{}\">{}</a>", variants.empty() ? "" : " ", failure_anchor(i), i + 1);
+      const ReportFailure& rep = r_.failures[g.representative];
+      out_ << fmt::format("<tr><td><a href=\"#finding-{}\">{}</a></td><td><code>{}</code></td><td>{}</td>"
+                          "<td class=\"fail\">{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td>"
+                          "<td class=\"n\">{}</td><td>{}</td></tr>\n",
+                          g.id, g.id, esc(g.kernel), esc(g.status), esc(verdicts_text(g)), esc(ingredients_text(g)),
+                          g.occurrences, variants, g.first_case,
+                          rep.repro.empty() ? "&ndash;" : "<code>" + esc(rep.repro) + "</code>");
+    }
+    out_ << "</table>\n";
+  }
+
   void failures() {
     out_ << "<h2 id=\"failures\">Failures</h2>\n";
     if (r_.failures.empty()) {
@@ -503,32 +532,39 @@ class Page {
       return;
     }
     out_ << "<p class=\"muted\">One entry per failure signature (kernel, verdict, features, shape class), with "
-            "the smallest repro found. Click a command once to select all of it.</p>\n";
-    for (size_t i = 0; i < r_.failures.size(); ++i) {
-      const ReportFailure& f = r_.failures[i];
-      out_ << fmt::format("<article class=\"failure\" id=\"{}\">\n<h3>{}. <code>{}</code> &mdash; {} "
-                          "<span class=\"badge fail\">{}</span></h3>\n",
-                          failure_anchor(i), i + 1, esc(f.kernel), esc(verdict_name(f.verdict)), esc(f.status));
-      out_ << "<dl class=\"kv\">";
-      out_ << "<dt>detail</dt><dd>" << esc(f.detail) << "</dd>";
-      out_ << "<dt>signature</dt><dd><code>" << esc(f.signature) << "</code></dd>";
-      out_ << fmt::format("<dt>found</dt><dd>{} failing case{}; this repro from case {} of class {} (seed {})</dd>",
-                          f.occurrences, f.occurrences == 1 ? "" : "s", f.case_index, esc(f.generator), f.seed);
-      out_ << fmt::format("<dt>minimized</dt><dd>from {} to {} input elements in {} runs{}</dd>",
-                          f.minimize.from_elements, f.minimize.to_elements, f.minimize.runs,
-                          f.minimize.exhausted ? " (budget exhausted)" : "");
-      if (!f.case_file.empty()) out_ << "<dt>case file</dt><dd><code>" << esc(f.case_file) << "</code></dd>";
-      out_ << "</dl>\n<div>worst element:</div>\n";
-      worst(f.worst);
-      out_ << "<div>reproduce:</div>\n";
-      if (!f.repro.empty())
-        out_ << "<pre class=\"cmd\">" << esc(f.repro) << "</pre>\n";
-      else
-        out_ << "<p class=\"muted\">No case file was saved (run with --corpus or --out); save the case below "
-                "as a file and run <code>attnfuzz repro FILE</code>.</p>\n";
-      out_ << "<details open><summary>minimized case</summary>\n<pre class=\"case\">" << esc(f.case_text)
-           << "</pre></details>\n</article>\n";
+            "the smallest repro found, under its finding; each finding's smallest variant is open. Click a command "
+            "once to select all of it.</p>\n";
+    for (const ReportFinding& g : findings_) {
+      out_ << fmt::format("<h3 id=\"finding-{}\">{}: <code>{}</code> needs {}</h3>\n", g.id, g.id, esc(g.kernel),
+                          esc(ingredients_text(g)));
+      for (size_t i : g.failures) failure(i, i == g.representative);
     }
+  }
+
+  void failure(size_t i, bool open) {
+    const ReportFailure& f = r_.failures[i];
+    out_ << fmt::format("<article class=\"failure\" id=\"{}\">\n<h3>{}. <code>{}</code> &mdash; {} "
+                        "<span class=\"badge fail\">{}</span></h3>\n",
+                        failure_anchor(i), i + 1, esc(f.kernel), esc(verdict_name(f.verdict)), esc(f.status));
+    out_ << "<dl class=\"kv\">";
+    out_ << "<dt>detail</dt><dd>" << esc(f.detail) << "</dd>";
+    out_ << "<dt>signature</dt><dd><code>" << esc(f.signature) << "</code></dd>";
+    out_ << fmt::format("<dt>found</dt><dd>{} failing case{}; this repro from case {} of class {} (seed {})</dd>",
+                        f.occurrences, f.occurrences == 1 ? "" : "s", f.case_index, esc(f.generator), f.seed);
+    out_ << fmt::format("<dt>minimized</dt><dd>from {} to {} input elements in {} runs{}</dd>",
+                        f.minimize.from_elements, f.minimize.to_elements, f.minimize.runs,
+                        f.minimize.exhausted ? " (budget exhausted)" : "");
+    if (!f.case_file.empty()) out_ << "<dt>case file</dt><dd><code>" << esc(f.case_file) << "</code></dd>";
+    out_ << "</dl>\n<div>worst element:</div>\n";
+    worst(f.worst);
+    out_ << "<div>reproduce:</div>\n";
+    if (!f.repro.empty())
+      out_ << "<pre class=\"cmd\">" << esc(f.repro) << "</pre>\n";
+    else
+      out_ << "<p class=\"muted\">No case file was saved (run with --corpus or --out); save the case below "
+              "as a file and run <code>attnfuzz repro FILE</code>.</p>\n";
+    out_ << "<details" << (open ? " open" : "") << "><summary>minimized case</summary>\n<pre class=\"case\">"
+         << esc(f.case_text) << "</pre></details>\n</article>\n";
   }
 
   void errors() {
@@ -578,6 +614,7 @@ class Page {
   std::ostringstream out_;
   std::map<std::string, int> kernel_color_;
   std::map<std::string, size_t> signature_anchor_;
+  std::vector<ReportFinding> findings_;
 };
 
 }  // namespace

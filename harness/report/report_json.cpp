@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/case/atomic_file.h"
+#include "harness/report/findings.h"
 #include "harness/report/report.h"
+#include "harness/report/report_views.h"
 
 namespace afz {
 
@@ -46,6 +48,7 @@ int64_t Report::new_failures() const {
 int64_t Report::known_failures() const { return int64_t(failures.size()) - new_failures(); }
 
 int64_t Report::failing_cases() const {
+  if (failing_case_count) return *failing_case_count;
   int64_t n = 0;
   for (const ReportCase& c : cases)
     for (VerdictClass v : c.verdicts)
@@ -216,6 +219,69 @@ Json mutants_json(const std::vector<ReportMutant>& mutants) {
   return j;
 }
 
+Json findings_json(const std::vector<ReportFinding>& findings, const std::vector<ReportFailure>& failures) {
+  Json j = Json::array();
+  for (const ReportFinding& g : findings) {
+    Json verdicts = Json::array(), signatures = Json::array();
+    for (VerdictClass v : g.verdicts) verdicts.push_back(verdict_name(v));
+    for (size_t i : g.failures) signatures.push_back(failures[i].signature);
+    j.push_back({{"id", g.id},
+                 {"kernel", g.kernel},
+                 {"needs", g.needs},
+                 {"features", g.features},
+                 {"status", g.status},
+                 {"verdicts", std::move(verdicts)},
+                 {"occurrences", g.occurrences},
+                 {"first_case", g.first_case},
+                 {"signatures", std::move(signatures)},
+                 {"representative", failures[g.representative].signature}});
+  }
+  return j;
+}
+
+// nlohmann's indented dump puts every array element on a line of its own:
+// the error histograms' [bin, count] pairs would take five lines each, most
+// of a report.  Arrays that hold only numbers, literals and blanks are
+// written on one line instead ("[12, 40, 3]"); the text parses to the same
+// JSON.
+std::string compact_leaf_arrays(const std::string& pretty) {
+  std::string out;
+  out.reserve(pretty.size());
+  bool in_string = false;
+  for (size_t i = 0; i < pretty.size(); ++i) {
+    const char ch = pretty[i];
+    if (in_string) {
+      out += ch;
+      if (ch == '\\') out += pretty[++i];
+      else if (ch == '"') in_string = false;
+      continue;
+    }
+    if (ch == '"') in_string = true;
+    if (ch != '[') {
+      out += ch;
+      continue;
+    }
+    const size_t close = pretty.find_first_of("[]{}\"", i + 1);
+    if (close == std::string::npos || pretty[close] != ']') {
+      out += ch;
+      continue;
+    }
+    // A leaf: its elements, each trimmed, joined by ", ".
+    std::string items;
+    size_t start = i + 1;
+    while (start < close) {
+      const size_t comma = std::min(pretty.find(',', start), close);
+      const size_t a = pretty.find_first_not_of(" \n", start);
+      size_t b = pretty.find_last_not_of(" \n", comma - 1);
+      if (a < comma && b != std::string::npos && b >= a) items += (items.empty() ? "" : ", ") + pretty.substr(a, b - a + 1);
+      start = comma + 1;
+    }
+    out += "[" + items + "]";
+    i = close;
+  }
+  return out;
+}
+
 Json verdict_counts(const ReportCell& c) {
   Json j = Json::object();
   for (int v = 0; v < kVerdictClassCount; ++v)
@@ -244,7 +310,8 @@ std::string report_to_json(const Report& r) {
               {"oracle", run.oracle},
               {"classes", run.classes},
               {"corpus", run.corpus},
-              {"wall_s", run.wall_s}};
+              {"wall_s", run.wall_s},
+              {"determinism", {{"share", run.rerun_share}, {"reruns", run.reruns}}}};
   j["kernels"] = Json::array();
   for (const ReportKernel& k : r.kernels)
     j["kernels"].push_back({{"name", k.name},
@@ -270,6 +337,8 @@ std::string report_to_json(const Report& r) {
                            {"by_verdict", verdict_counts(c)}});
   j["failures"] = Json::array();
   for (const ReportFailure& f : r.failures) j["failures"].push_back(failure_json(f));
+  const std::vector<ReportFinding> findings = group_findings(r.failures);
+  j["findings"] = findings_json(findings, r.failures);
   const ReportTiming& t = r.timing;
   j["timing"] = {{"generate_s", t.generate_s}, {"oracle_s", t.oracle_s},     {"kernel_s", t.kernel_s},
                  {"judge_s", t.judge_s},       {"minimize_s", t.minimize_s}, {"wall_s", t.wall_s},
@@ -284,13 +353,15 @@ std::string report_to_json(const Report& r) {
   j["summary"] = {{"verdict", r.passed() ? "pass" : "fail"},
                   {"new_failures", r.new_failures()},
                   {"known_failures", r.known_failures()},
-                  {"failing_cases", r.failing_cases()}};
+                  {"failing_cases", r.failing_cases()},
+                  {"findings", findings.size()}};
   j["raw_failures"] = Json::array();
   for (const ReportFailure& f : r.raw_failures) j["raw_failures"].push_back(failure_json(f));
+  j["raw_failures_complete"] = r.raw_failures_complete;
   j["error_stats"] = error_stats_json(r.error_stats);
   j["audits"] = audits_json(r.audits);
   j["mutants"] = mutants_json(r.mutants);
-  return j.dump(2) + "\n";
+  return compact_leaf_arrays(j.dump(2)) + "\n";
 }
 
 namespace {
@@ -567,6 +638,10 @@ std::optional<Report> report_from_json(std::string_view text, std::string* error
     rd.get(run, "classes", o.classes);
     rd.get(run, "corpus", o.corpus);
     rd.get(run, "wall_s", o.wall_s);
+    if (auto d = run.find("determinism"); d != run.end() && d->is_object()) {
+      rd.get(*d, "share", o.rerun_share);
+      rd.get(*d, "reruns", o.reruns);
+    }
   }
   for (const Json& k : rd.array(j, "kernels")) {
     ReportKernel o;
@@ -612,6 +687,7 @@ std::optional<Report> report_from_json(std::string_view text, std::string* error
   }
   for (const Json& f : rd.array(j, "failures")) r.failures.push_back(rd.failure(f));
   for (const Json& f : rd.array(j, "raw_failures")) r.raw_failures.push_back(rd.failure(f));
+  rd.get(j, "raw_failures_complete", r.raw_failures_complete);
   rd.error_stats(j, r.error_stats);
   rd.audits(j, r.audits);
   rd.mutants(j, r.mutants);
@@ -635,6 +711,11 @@ std::optional<Report> report_from_json(std::string_view text, std::string* error
     r.cases.push_back(std::move(o));
   }
   rd.get(j, "errors", r.errors);
+  if (auto s = j.find("summary"); s != j.end() && s->is_object() && s->contains("failing_cases")) {
+    int64_t failing = 0;
+    rd.get(*s, "failing_cases", failing);
+    r.failing_case_count = failing;
+  }
   if (!rd.error.empty()) {
     *error = "report.json: " + rd.error;
     return std::nullopt;

@@ -140,6 +140,25 @@ std::string report_to_junit(const Report& r) {
     failures += k_failures;
     skipped += k_skipped;
   }
+  // One testcase per distinct defect (findings.h), its variants in the text.
+  const std::vector<ReportFinding> findings = group_findings(r.failures);
+  if (!findings.empty()) {
+    body << fmt::format("  <testsuite name=\"attnfuzz.findings\" tests=\"{}\" failures=\"{}\" errors=\"0\" "
+                        "skipped=\"0\">\n",
+                        findings.size(), findings.size());
+    for (const ReportFinding& g : findings) {
+      const ReportFailure& rep = r.failures[g.representative];
+      std::string text;
+      for (size_t i : g.failures) text += failure_text(r.failures[i]);
+      body << fmt::format("    <testcase classname=\"attnfuzz.findings\" name=\"{}\">\n", xml(g.id + " " + g.kernel))
+           << fmt::format("      <failure message=\"{}\" type=\"finding\">{}</failure>\n",
+                          xml(finding_line(g) + (rep.repro.empty() ? "" : "; repro: " + rep.repro)), xml_text(text))
+           << "    </testcase>\n";
+    }
+    body << "  </testsuite>\n";
+    tests += int64_t(findings.size());
+    failures += int64_t(findings.size());
+  }
   const int64_t errors = r.errors.empty() ? 0 : 1;
   if (errors) {
     std::string text;

@@ -29,12 +29,32 @@ void Report::add_error_stats(const std::string& kernel, const Verdict& v) {
   add("lse", v.lse_stats);
 }
 
+void Report::record_case(ReportCase c) {
+  if (cases.size() < kCaseRecordLimit) cases.push_back(std::move(c));
+}
+
 void Report::note_raw_failure(const ReportFailure& f) {
+  if (raw_failures.size() >= kRawSignatureLimit) {
+    raw_failures_complete = false;
+    return;
+  }
   raw_failures.push_back(f);
   raw_failures.back().occurrences = 1;
 }
 
+void Report::append_raw_failures(const Report& other) {
+  raw_failures_complete &= other.raw_failures_complete;
+  for (const ReportFailure& f : other.raw_failures) {
+    if (raw_failures.size() >= kRawSignatureLimit) {
+      raw_failures_complete = false;
+      return;
+    }
+    raw_failures.push_back(f);
+  }
+}
+
 void Report::count_raw_occurrence(const std::string& raw_signature) {
+  // At most kRawSignatureLimit entries: the scan costs less than the case did.
   for (ReportFailure& f : raw_failures)
     if (f.raw_signature == raw_signature) {
       ++f.occurrences;
@@ -42,15 +62,13 @@ void Report::count_raw_occurrence(const std::string& raw_signature) {
     }
 }
 
-namespace {
-
-// The size the campaign compares repros by; a case text that no longer
-// parses (written by another version) falls back to its element count.
 CaseSize repro_size(const ReportFailure& f) {
   ParseError e;
   if (std::optional<Case> c = parse_case(f.case_text, &e)) return case_size(*c);
   return {f.minimize.to_elements, 0};
 }
+
+namespace {
 
 struct KernelRank {
   std::map<std::string, size_t> rank;
@@ -256,6 +274,7 @@ class Merger {
       r.time_limit_s = std::max(r.time_limit_s, b.time_limit_s);
       r.jobs = std::max(r.jobs, b.jobs);
       r.wall_s = std::max(r.wall_s, b.wall_s);
+      if (&p != &parts_[0]) r.reruns += b.reruns;
       if (!b.started_utc.empty() && (r.started_utc.empty() || b.started_utc < r.started_utc))
         r.started_utc = b.started_utc;
       if (b.stop_reason != r.stop_reason) r.stop_reason = b.stop_reason == "time" ? "time" : r.stop_reason;
@@ -300,6 +319,9 @@ class Merger {
   }
 
   bool merge_cases(std::string* error) {
+    int64_t failing = 0;
+    for (const Report& p : parts_) failing += p.failing_cases();
+    out_.failing_case_count = failing;
     for (const Report& p : parts_)
       for (const ReportCase& c : p.cases) {
         ReportCase m{c.index, c.generator, std::vector<VerdictClass>(out_.kernels.size(), VerdictClass::Unsupported)};
@@ -318,6 +340,9 @@ class Merger {
         *error = fmt::format("report merge: case {} is in two of the reports: the shards overlap", out_.cases[i].index);
         return false;
       }
+    // One run records its first kCaseRecordLimit cases; each is among the
+    // first that many of its shard.
+    if (out_.cases.size() > kCaseRecordLimit) out_.cases.resize(kCaseRecordLimit);
     return true;
   }
 
@@ -336,19 +361,23 @@ class Merger {
 
   void merge_failures() {
     const KernelRank rank(kernels_.names);
+    // Exact while every part's ledger is whole; a part past
+    // kRawSignatureLimit raw signatures (or one without a ledger) leaves only
+    // the parts' own failures to combine.
     bool ledgers = true;
     std::vector<ReportFailure> raw, all;
     for (const Report& p : parts_) {
-      if (!p.failures.empty() && p.raw_failures.empty()) ledgers = false;
+      if (!p.raw_failures_complete || (!p.failures.empty() && p.raw_failures.empty())) ledgers = false;
       raw.insert(raw.end(), p.raw_failures.begin(), p.raw_failures.end());
       all.insert(all.end(), p.failures.begin(), p.failures.end());
     }
-    if (ledgers) {
-      out_.raw_failures = dedupe_raw(raw, rank);
-      out_.failures = consolidate_failures(std::move(raw), kernels_.names);
-    } else {
-      out_.failures = smallest_per_signature(std::move(all), rank);
-    }
+    if (ledgers) out_.failures = consolidate_failures(raw, kernels_.names);
+    else out_.failures = smallest_per_signature(std::move(all), rank);
+    // One run lists the first kRawSignatureLimit raw signatures it meets:
+    // each is among the first that many of the part it was met in.
+    out_.raw_failures = dedupe_raw(std::move(raw), rank);
+    out_.raw_failures_complete = ledgers && out_.raw_failures.size() <= kRawSignatureLimit;
+    if (out_.raw_failures.size() > kRawSignatureLimit) out_.raw_failures.resize(kRawSignatureLimit);
   }
 
   void merge_timing() {

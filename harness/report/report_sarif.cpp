@@ -15,7 +15,9 @@ using Json = nlohmann::ordered_json;
 
 constexpr const char* kSarifSchema = "https://json.schemastore.org/sarif-2.1.0.json";
 constexpr const char* kSarifVersion = "2.1.0";
-constexpr const char* kFingerprintKey = "attnfuzzSignature/v1";
+// A finding is (kernel, ingredients): stable across runs while the defect
+// lasts, so a scanner tracks one bug whatever variants a run met.
+constexpr const char* kFingerprintKey = "attnfuzzFinding/v1";
 
 struct RuleText {
   VerdictClass cls;
@@ -56,29 +58,47 @@ std::string report_to_sarif(const Report& r) {
       if (kRules[i].cls == v) return int(i);
     return -1;
   };
+  // One result per finding (findings.h); its variants are related locations.
   Json results = Json::array();
-  for (const ReportFailure& f : r.failures) {
-    std::string text = f.kernel + ": " + std::string(verdict_name(f.verdict)) + (f.detail.empty() ? "" : ": " + f.detail);
-    text += " (" + std::to_string(f.occurrences) + " failing cases";
+  for (const ReportFinding& g : group_findings(r.failures)) {
+    const ReportFailure& f = r.failures[g.representative];
+    const VerdictClass worst_verdict = g.verdicts.back();  // least severe first
+    std::string text = g.id + ": " + finding_line(g) + ". Smallest variant: " + std::string(verdict_name(f.verdict)) +
+                       (f.detail.empty() ? "" : ": " + f.detail);
     if (f.worst.valid) text += "; worst " + f.worst.format();
-    text += "). Reproduce: " + (f.repro.empty() ? std::string("save the case text from report.json and run `attnfuzz repro FILE`")
-                                                : f.repro);
-    Json result = {{"ruleId", verdict_name(f.verdict)},
+    text += ". Reproduce: " + (f.repro.empty() ? std::string("save the case text from report.json and run `attnfuzz repro FILE`")
+                                               : f.repro);
+    std::string fingerprint = g.kernel;
+    for (const std::string& n : g.needs) fingerprint += "|" + n;
+    Json related = Json::array(), signatures = Json::array();
+    for (size_t i : g.failures) {
+      const ReportFailure& v = r.failures[i];
+      signatures.push_back(v.signature);
+      Json at = location(v);
+      at["id"] = int(related.size());
+      at["message"] = {{"text", v.signature + " (" + std::to_string(v.occurrences) + " failing cases)"}};
+      related.push_back(std::move(at));
+    }
+    Json result = {{"ruleId", verdict_name(worst_verdict)},
                    {"level", "error"},
                    {"message", {{"text", text}}},
                    {"locations", Json::array({location(f)})},
-                   {"partialFingerprints", {{kFingerprintKey, f.signature}}},
+                   {"relatedLocations", std::move(related)},
+                   {"partialFingerprints", {{kFingerprintKey, fingerprint}}},
                    {"properties",
-                    {{"kernel", f.kernel},
+                    {{"finding", g.id},
+                     {"kernel", g.kernel},
+                     {"needs", g.needs},
+                     {"signatures", std::move(signatures)},
                      {"signature", f.signature},
-                     {"status", f.status},
-                     {"occurrences", f.occurrences},
+                     {"status", g.status},
+                     {"occurrences", g.occurrences},
                      {"generator", f.generator},
                      {"seed", f.seed},
                      {"caseIndex", f.case_index},
                      {"repro", f.repro},
                      {"caseText", f.case_text}}}};
-    if (const int i = rule_index(f.verdict); i >= 0) result["ruleIndex"] = i;
+    if (const int i = rule_index(worst_verdict); i >= 0) result["ruleIndex"] = i;
     results.push_back(std::move(result));
   }
   Json invocation = {{"executionSuccessful", r.errors.empty()}};

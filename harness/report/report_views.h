@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/report/findings.h"
 #include "harness/report/report.h"
 
 namespace afz {
@@ -42,13 +43,18 @@ std::optional<Report> read_report_folder(const std::string& dir, std::string* er
 // Rewrites report.html, junit.xml and results.sarif of dir from its report.json.
 bool render_report_folder(const std::string& dir, std::string* error, const HtmlOptions& options = {});
 
+// The size the campaign compares repros by: that of the failure's case
+// text (a text that no longer parses, written by another version, counts
+// by its element count).
+CaseSize repro_size(const ReportFailure& f);
+
 // The per-signature failures from the raw-signature ledger: for each raw
 // signature its first occurrence (lowest case index; ties in kernel order),
 // and for each signature, among its raw signatures' first occurrences taken
-// in case order, the first of the smallest minimized cases (CaseSize of the
-// case text); occurrences add up and the status is the first's.  This is the
-// campaign's own rule, so consolidating merged shards gives what one run of
-// the same cases gives.
+// in case order, the first of the smallest minimized cases (repro_size);
+// occurrences add up and the status is the first's.  This is the campaign's
+// own rule, so consolidating merged shards gives what one run of the same
+// cases gives.
 std::vector<ReportFailure> consolidate_failures(std::vector<ReportFailure> raw,
                                                 const std::vector<std::string>& kernel_order);
 
@@ -56,8 +62,8 @@ std::vector<ReportFailure> consolidate_failures(std::vector<ReportFailure> raw,
 // share seed, generator mix, oracle and kernels and cover disjoint cases.
 // Counts, per-case verdicts, error statistics and audit cells add up;
 // failures are consolidated per signature (exactly, from raw_failures, when
-// every part has its ledger; otherwise the smallest repro per signature is
-// kept); timings add up except wall times, which are the longest part's.
+// every part's ledger is complete; otherwise the smallest repro per signature
+// is kept and occurrences add up); timings add up except wall times, which are the longest part's.
 // nullopt and a one-line *error for parts that do not belong together.
 std::optional<Report> merge_reports(std::vector<Report> parts, std::string* error);
 

@@ -85,7 +85,13 @@ std::string Runner::oracle_name() const {
 
 OracleResult Runner::reference(const Materialized& m) const { return primary_->compute(m.problem()); }
 
-CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r) const {
+bool Runner::reruns(const afz_kernel& k, bool rerun) const {
+  // A kernel that declares its reruns may differ (atomics) is not held to
+  // identical bits; every other kernel is, when determinism is checked.
+  return (rerun || options_.check_determinism) && !(k.caps.flags & AFZ_CAP_NONDETERMINISTIC);
+}
+
+CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r, bool rerun_requested) const {
   CaseOutcome out;
   const std::string why = unsupported_reason(k, m.problem());
   if (!why.empty()) {
@@ -108,9 +114,7 @@ CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r) c
     out.verdict = status_verdict(run);
     return out;
   }
-  // A kernel that declares its reruns may differ (atomics) is not held to
-  // identical bits; every other kernel is, when determinism is checked.
-  const bool rerun = options_.check_determinism && !(k.caps.flags & AFZ_CAP_NONDETERMINISTIC);
+  const bool rerun = reruns(k, rerun_requested);
   std::vector<uint8_t> first;
   if (rerun) first = m.output_bytes();
   OracleResult local;
@@ -129,7 +133,9 @@ CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r) c
   }
   if (rerun && !is_failure(out.verdict.cls)) {
     m.poison_outputs();
+    out.reran = true;
     KernelRun again = execute(k, m, options_, &out_of_bounds);
+    out.timing.kernel += again.seconds;
     if (again.status != RunStatus::Ok) {
       out.verdict = status_verdict(again);
     } else if (m.output_bytes() != first) {
@@ -140,11 +146,11 @@ CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r) c
   return out;
 }
 
-CaseOutcome Runner::run(const afz_kernel& k, const Case& c) const {
+CaseOutcome Runner::run(const afz_kernel& k, const Case& c, bool rerun) const {
   Stopwatch sw;
   Materialized m(c);
   const double gen = sw.seconds();
-  CaseOutcome out = run(k, m);
+  CaseOutcome out = run(k, m, nullptr, rerun);
   out.timing.generate = gen;
   return out;
 }

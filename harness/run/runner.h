@@ -30,6 +30,7 @@ struct Timing {
 struct CaseOutcome {
   Verdict verdict;
   Timing timing;
+  bool reran = false;  // the kernel ran a second time to check its bits
 };
 
 class Runner {
@@ -41,10 +42,15 @@ class Runner {
   // The oracle's result for a materialized case (shared by every kernel).
   OracleResult reference(const Materialized& m) const;
   // Runs kernel k on m and judges it against r (computed on demand if null).
-  CaseOutcome run(const afz_kernel& k, Materialized& m, OracleResult* r = nullptr) const;
+  // With `rerun` (or RunOptions::check_determinism) a run that passes runs
+  // again and must give identical output bits, unless the kernel declares
+  // AFZ_CAP_NONDETERMINISTIC.
+  CaseOutcome run(const afz_kernel& k, Materialized& m, OracleResult* r = nullptr, bool rerun = false) const;
   // From a case: materializes first; unbuildable cases become errors (throws
   // std::runtime_error with a one-line message).
-  CaseOutcome run(const afz_kernel& k, const Case& c) const;
+  CaseOutcome run(const afz_kernel& k, const Case& c, bool rerun = false) const;
+  // Whether run() with `rerun` runs kernel k twice.
+  bool reruns(const afz_kernel& k, bool rerun) const;
 
  private:
   RunOptions options_;

@@ -1,17 +1,20 @@
 // Time to kill each mutant of the zoo: the gate's campaign (default
 // generator mix, one job, no corpus) until the first failure, minimization
-// excluded, over campaign seeds 1..S (S = the benchmark's argument).  One
-// benchmark per mutant: its manual time is the mean time to kill, with the
-// median and worst over the seeds and the median case count as counters.
-// The last benchmark, TimeToKill/summary, reports the median and worst over
-// every (mutant, seed) and over the per-mutant medians (the issue's targets
-// on the 2-core CI machine: median under 1 s, none over 10 s).
+// excluded, over campaign seeds 1..S (S = the benchmark's argument: 3, or
+// ATTNFUZZ_TTK_SEEDS).  One benchmark per mutant: its manual time is the
+// mean time to kill, with the median and worst over the seeds and the
+// median case count as counters.  The last benchmark, TimeToKill/summary,
+// reports the median and worst over every (mutant, seed), the median of the
+// per-mutant medians and the worst of them (issue 16's target on the 2-core
+// CI machine: worst_median_s under 2 s).
 //
-//   build-x/tests/time_to_kill_bench                            every mutant, 10 seeds, then the summary
+//   build-x/tests/time_to_kill_bench                            every mutant, 3 seeds, then the summary
+//   ATTNFUZZ_TTK_SEEDS=10 build-x/tests/time_to_kill_bench      10 seeds
 //   build-x/tests/time_to_kill_bench --benchmark_filter='acc|summary'   one mutant
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -21,7 +24,13 @@
 namespace afz {
 namespace {
 
-constexpr int kSeeds = 10;
+// Seeds per mutant: the median of three is the gate's target measure.
+constexpr int kDefaultSeeds = 3;
+int seeds() {
+  const char* env = std::getenv("ATTNFUZZ_TTK_SEEDS");
+  const int n = env ? std::atoi(env) : 0;
+  return n > 0 ? n : kDefaultSeeds;
+}
 constexpr int64_t kBudgetCases = 5000;
 constexpr double kBudgetSeconds = 60;
 
@@ -80,6 +89,8 @@ void summary(benchmark::State& state) {
   state.counters["median_s"] = median_of(t.all);
   state.counters["worst_s"] = t.all.empty() ? 0 : *std::max_element(t.all.begin(), t.all.end());
   state.counters["median_of_medians_s"] = median_of(t.mutant_medians);
+  state.counters["worst_median_s"] =
+      t.mutant_medians.empty() ? 0 : *std::max_element(t.mutant_medians.begin(), t.mutant_medians.end());
   std::string label;
   for (const std::string& s : t.survivors) label += (label.empty() ? "survived: " : ", ") + s;
   state.SetLabel(label);
@@ -89,7 +100,7 @@ const bool kRegistered = [] {
   for (const MutantInfo& m : cpu_mutants())
     benchmark::RegisterBenchmark(("TimeToKill/" + std::string(m.kernel.name)).c_str(), time_to_kill, &m)
         ->UseManualTime()
-        ->Arg(kSeeds)
+        ->Arg(seeds())
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("TimeToKill/summary", summary)->Iterations(1);

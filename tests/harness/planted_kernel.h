@@ -2,6 +2,7 @@
 // dtype the ABI has) with an optional planted defect, for campaign,
 // minimizer and corpus tests that must not depend on the real CPU kernels.
 #pragma once
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -17,6 +18,10 @@ struct PlantedKernel {
   // When it returns true for sequence b, every non-empty row of b gets
   // o[..., 0] += 1: a numeric mismatch the minimizer has to corner.
   std::function<bool(const afz_problem& p, int b)> defect;
+  // Every other run writes each LSE one fp32 ulp up: well inside its bound,
+  // so each run alone passes, but two runs on the same inputs differ.
+  bool jitter = false;
+  mutable std::atomic<uint64_t> runs{0};
 
   static const uint8_t* at(const afz_tensor& t, int b, int h, int s, int d) {
     return static_cast<const uint8_t*>(t.data) +
@@ -26,6 +31,7 @@ struct PlantedKernel {
   static int run(const afz_kernel* self, const afz_problem* pp, char*, size_t) {
     const auto* me = static_cast<const PlantedKernel*>(self->user);
     const afz_problem& p = *pp;
+    const bool jitter_now = me->jitter && me->runs.fetch_add(1) % 2 == 1;
     const int group = p.heads_q / p.heads_kv;
     std::vector<double> s(size_t(p.max_seqlen_k));
     for (int b = 0; b < p.batch; ++b) {
@@ -63,9 +69,11 @@ struct PlantedKernel {
           }
           for (int x = 0; x < p.head_dim_v; ++x)
             store(p.o.dtype, const_cast<uint8_t*>(at(p.o, b, h, i, x)), o[x]);
-          if (p.lse)
-            p.lse[b * p.lse_stride[0] + h * p.lse_stride[1] + i * p.lse_stride[2]] =
-                float(l > 0 ? m + std::log(l) : -std::numeric_limits<double>::infinity());
+          if (p.lse) {
+            float lse = float(l > 0 ? m + std::log(l) : -std::numeric_limits<double>::infinity());
+            if (jitter_now && l > 0) lse = std::nextafter(lse, std::numeric_limits<float>::infinity());
+            p.lse[b * p.lse_stride[0] + h * p.lse_stride[1] + i * p.lse_stride[2]] = lse;
+          }
         }
     }
     return 0;

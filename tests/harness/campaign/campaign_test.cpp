@@ -304,3 +304,27 @@ TEST(Progress, PlainModePrintsPeriodicLines) {
 
 }  // namespace
 }  // namespace afz
+
+namespace afz {
+namespace {
+
+// --checkpoint: the report so far, after each case once the interval has
+// passed (0: every case), marked as running; the final report is unchanged.
+TEST_F(CampaignFixture, CheckpointsHandOverTheReportSoFar) {
+  CampaignOptions o = options(6);
+  o.minimize = false;
+  std::vector<int64_t> cases_seen;
+  o.checkpoint_s = 0;
+  o.on_checkpoint = [&](const Report& r) {
+    EXPECT_EQ(r.run.stop_reason, "running");
+    EXPECT_EQ(r.kernels.size(), 2u);
+    cases_seen.push_back(r.run.cases);
+  };
+  const Report final_report = run_campaign(o, runner);
+  EXPECT_EQ(cases_seen, (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(final_report.run.stop_reason, "cases");
+  EXPECT_EQ(final_report.kernels.size(), 2u);
+}
+
+}  // namespace
+}  // namespace afz

@@ -8,6 +8,7 @@
 
 #include "harness/campaign/campaign.h"
 #include "harness/case/case_file.h"
+#include "harness/case/generators.h"
 #include "kernels/registry.h"
 #include "tests/harness/planted_kernel.h"
 #include "tests/temp_dir.h"
@@ -112,20 +113,64 @@ TEST_F(ResumeFixture, RestartWithTheSameCorpusResumes) {
   std::string error;
   const size_t files = list_case_files(dir.str(), &error)->size();
   EXPECT_EQ(files, first.failures.size());
-  std::vector<fs::file_time_type> stamps;
-  for (const ReportFailure& f : first.failures) stamps.push_back(fs::last_write_time(f.case_file));
 
   const Report second = run_campaign(options(dir.str()), runner);
   EXPECT_EQ(second.new_failures(), 0);
   ASSERT_EQ(second.failures.size(), first.failures.size());
   for (size_t i = 0; i < second.failures.size(); ++i) {
-    EXPECT_EQ(second.failures[i].status, "known");
-    EXPECT_EQ(second.failures[i].signature, first.failures[i].signature);
-    EXPECT_EQ(second.failures[i].occurrences, first.failures[i].occurrences);
-    EXPECT_EQ(second.failures[i].minimize.runs, 0) << "not minimized again";
-    EXPECT_EQ(fs::last_write_time(second.failures[i].case_file), stamps[i]) << "file left alone";
+    const ReportFailure& f = second.failures[i];
+    EXPECT_EQ(f.status, "known");
+    EXPECT_EQ(f.signature, first.failures[i].signature);
+    EXPECT_EQ(f.occurrences, first.failures[i].occurrences);
+    // Its first raw signature is listed in the file, so it was taken from the
+    // corpus; raw signatures past kSeenAsExamples are minimized again and
+    // only bump the file's count (the repro itself stays).
+    EXPECT_EQ(f.minimize.runs, 0) << "not minimized again";
+    std::optional<Case> before = parse_case(first.failures[i].case_text, nullptr);
+    std::optional<Case> now = load_case_file(f.case_file, &error);
+    ASSERT_TRUE(before && now) << error;
+    before->provenance.clear();
+    now->provenance.clear();
+    EXPECT_EQ(*now, *before) << "the saved repro is the first run's";
   }
   EXPECT_EQ(list_case_files(dir.str(), &error)->size(), files);
+}
+
+// However many raw signatures minimize to one repro, its file lists
+// kSeenAsExamples of them and counts the rest.
+TEST(Corpus, ProvenanceStaysBounded) {
+  TempDir dir("afz-corpus-bounded");
+  std::string error;
+  std::optional<Corpus> corpus = Corpus::open(dir.str(), &error);
+  ASSERT_TRUE(corpus) << error;
+  Case c = generate_with(*find_generator("shapes"), 3, 0);
+  c.kernel = "k";
+  constexpr int kRaw = 40;
+  std::string path;
+  for (int n = 0; n < kRaw; ++n)
+    ASSERT_TRUE(corpus->save(c, "k|numeric_mismatch|dtype=fp32|q1.k1", "raw" + std::to_string(n), &path, &error))
+        << error;
+  const std::optional<Case> saved = load_case_file(path, &error);
+  ASSERT_TRUE(saved) << error;
+  int listed = 0;
+  std::string more;
+  for (const std::string& p : saved->provenance) {
+    listed += p.starts_with(kProvSeenAs) ? 1 : 0;
+    if (p.starts_with(kProvSeenAsMore)) more = p.substr(kProvSeenAsMore.size());
+  }
+  EXPECT_EQ(listed, kSeenAsExamples);
+  EXPECT_EQ(more, std::to_string(kRaw - kSeenAsExamples));
+  // A smaller repro of the same signature inherits the list and the count.
+  Case smaller = c;
+  smaller.batch = 1;
+  smaller.seqlens_q = {1};
+  smaller.seqlens_k = {1};
+  ASSERT_TRUE(corpus->save(smaller, "k|numeric_mismatch|dtype=fp32|q1.k1", "raw-new", &path, &error)) << error;
+  const std::optional<Case> replaced = load_case_file(path, &error);
+  ASSERT_TRUE(replaced) << error;
+  EXPECT_NE(std::find(replaced->provenance.begin(), replaced->provenance.end(),
+                      std::string(kProvSeenAsMore) + std::to_string(kRaw - kSeenAsExamples + 1)),
+            replaced->provenance.end());
 }
 
 // `attnfuzz replay`: exit 0 while the corpus passes, 1 once a case fails,

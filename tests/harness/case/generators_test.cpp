@@ -28,7 +28,8 @@ TEST(Generators, TableHasEveryAdversarialClass) {
     EXPECT_GT(g.default_weight, 0) << g.name;
     EXPECT_NE(g.make, nullptr) << g.name;
   }
-  for (const char* want : {"shapes", "late_max", "flat", "magnitude", "masking", "values", "layouts", "add_mask"})
+  for (const char* want :
+       {"shapes", "late_max", "flat", "magnitude", "masking", "values", "layouts", "add_mask", "composed"})
     EXPECT_TRUE(names.count(want)) << want;
 }
 
@@ -184,6 +185,34 @@ TEST(Generators, ClassesCoverTheirAdversarialFeatures) {
   expect("layouts", {"layout:bshd", "layout:packed_qkv", "row_gap", "kv_broadcast:heads", "kv_broadcast:batch",
                      "gqa"});
   expect("add_mask", {"add_value=0", "add_value=1", "add_value=2", "add_and_bool"});
+  expect("composed", {"t:late_max", "t:growing_max", "t:early_max", "t:shift_scores", "t:row_contrast", "t:scale_q",
+                      "softcap", "causal_tl", "causal_br", "window_tl", "window_br", "bool_mask:key_block",
+                      "add_value=0", "add_value=1", "add_value=2", "gqa", "mqa", "varlen", "empty_seq", "decode",
+                      "partial_block"});
+}
+
+// The composed class puts extreme scores and structure in the same case:
+// nearly every case has both (the work budget may drop a batch or heads).
+TEST(Generators, ComposedCasesCombineExtremeScoresWithStructure) {
+  const GeneratorDef& g = *find_generator("composed");
+  const std::set<std::string> structure_prefixes = {"causal_", "window_", "bool_mask:", "add_mask:", "softcap",
+                                                    "gqa", "mqa", "varlen", "empty_seq"};
+  int both = 0;
+  std::set<std::pair<std::string, std::string>> pairs;  // (transform, structural feature)
+  for (int i = 0; i < kValidated; ++i) {
+    const Case c = generate_with(g, kSeed, uint64_t(i));
+    std::vector<std::string> structure;
+    for (const std::string& f : case_features(c))
+      for (const std::string& p : structure_prefixes)
+        if (f.starts_with(p)) structure.push_back(f);
+    both += !c.transforms.empty() && !structure.empty();
+    for (const Transform& t : c.transforms)
+      for (const std::string& f : structure) pairs.insert({t.name, f});
+  }
+  EXPECT_GE(both, kValidated * 9 / 10);
+  for (const char* t : {"late_max", "growing_max", "shift_scores", "row_contrast"})
+    for (const char* f : {"causal_br", "window_br", "bool_mask:key_block", "softcap", "gqa", "varlen"})
+      EXPECT_TRUE(pairs.count({t, f})) << t << " never met " << f;
 }
 
 // The masking class makes fully masked rows, and rows that see no key in

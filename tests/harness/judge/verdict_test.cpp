@@ -207,3 +207,37 @@ TEST(Runner, LibraryRefusalAtRunTimeIsUnsupportedWithItsReason) {
 
 }  // namespace
 }  // namespace afz
+
+namespace afz {
+namespace {
+
+// Ulps in the error statistics are taken at the row's scale: an output
+// whose exact value is tiny next to the rest of its row, written as 0 (an
+// error inside the bound), is a fraction of an ulp off, not a significand's
+// worth (2^23 ulps for fp32 outputs).
+TEST(Verdict, UlpStatisticsAreAtTheRowScale) {
+  Fixture f;
+  int64_t tiny = -1;
+  double smallest = std::numeric_limits<double>::infinity();
+  for (int64_t e = 0; e < int64_t(f.r.o.size()); ++e) {
+    const double v = std::fabs(f.r.o[size_t(e)].hi);
+    if (v > 0 && v < smallest) smallest = v, tiny = e;
+  }
+  ASSERT_GE(tiny, 0);
+  const int64_t tiny_row = tiny / f.r.dv;
+  const int tiny_x = int(tiny % f.r.dv);
+  f.fake.o_value = [&](int b, int h, int i, int x, double e) {
+    return f.r.row_index(b, h, i) == tiny_row && x == tiny_x ? 0.0 : e;
+  };
+  const Verdict v = f.judge_fake();
+  ASSERT_EQ(v.cls, VerdictClass::Pass) << v.detail << " (exact " << smallest << ")";
+  EXPECT_LT(v.o_stats.max_ulps, 1.0) << "exact " << smallest;
+  // At the element's own exact value the same error is a whole significand:
+  // about 2^(precision - 1) ulps, which is what the old statistic said.
+  const double at_element = smallest / ulp(f.c.out_dtype, smallest);
+  EXPECT_GT(at_element, 64.0);
+  EXPECT_GT(at_element, 100 * v.o_stats.max_ulps);
+}
+
+}  // namespace
+}  // namespace afz

@@ -56,11 +56,12 @@ TEST(ReportMerge, ShardsOfASeededCampaignEqualOneRun) {
     expect_same(a, b, key);
   EXPECT_EQ(merged->failing_cases(), single.failing_cases());
   EXPECT_EQ(merged->timing.wall_s, std::max({shards[0].timing.wall_s, shards[1].timing.wall_s, shards[2].timing.wall_s}));
-  if (single.raw_failures.empty())
-    GTEST_SKIP() << "the campaign records no raw-signature ledger (Report::note_raw_failure) yet: counts, cases "
-                    "and statistics are equal; failures can only be compared once it does";
+  ASSERT_FALSE(single.raw_failures.empty());
+  ASSERT_TRUE(single.raw_failures_complete) << "past kRawSignatureLimit the merge is not exact";
   expect_same(a, b, "raw_failures");
+  expect_same(a, b, "raw_failures_complete");
   expect_same(a, b, "failures");
+  expect_same(a, b, "findings");
   expect_same(a, b, "summary");
 }
 
@@ -80,7 +81,7 @@ TEST(ReportMerge, ShardFlagSplitMergesToOneRun) {
   ASSERT_TRUE(merged) << error;
   const Json a = comparable(single), b = comparable(*merged);
   for (const char* key : {"run", "kernels", "generators", "counts", "cases", "errors", "error_stats", "raw_failures",
-                          "failures", "summary"})
+                          "raw_failures_complete", "failures", "findings", "summary"})
     expect_same(a, b, key);
 }
 
@@ -145,10 +146,23 @@ TEST(ReportMerge, LedgerKeepsWhatOneRunWouldKeep) {
   ASSERT_EQ(merged->raw_failures.size(), 2u);
   EXPECT_EQ(merged->raw_failures[0].case_index, 3);  // R's first occurrence is the global one
   EXPECT_EQ(merged->raw_failures[0].occurrences, 2);
+  EXPECT_TRUE(merged->raw_failures_complete);
+
+  // A part whose ledger stopped growing (past kRawSignatureLimit raw
+  // signatures) leaves the merge only the parts' own failures: the smallest
+  // repro it was given, and a ledger that says it is not complete.
+  shard_a.raw_failures_complete = false;
+  const std::optional<Report> partial = merge_reports({shard_a, shard_b}, &error);
+  ASSERT_TRUE(partial) << error;
+  ASSERT_EQ(partial->failures.size(), 1u);
+  EXPECT_EQ(partial->failures[0].case_text, size[0]);
+  EXPECT_EQ(partial->failures[0].occurrences, 3);
+  EXPECT_FALSE(partial->raw_failures_complete);
 
   // Without ledgers the merge can only keep the smallest repro it was given.
   shard_a.raw_failures.clear();
   shard_b.raw_failures.clear();
+  shard_a.raw_failures_complete = true;
   const std::optional<Report> fallback = merge_reports({shard_a, shard_b}, &error);
   ASSERT_TRUE(fallback) << error;
   ASSERT_EQ(fallback->failures.size(), 1u);

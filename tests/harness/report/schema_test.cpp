@@ -3,6 +3,7 @@
 // schema, report.h's comment and reports/README.md name the same keys.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -92,6 +93,27 @@ TEST(ReportSchema, CommittedExampleValidatesAndReads) {
   EXPECT_FALSE(r->error_stats.empty());
 }
 
+// Every committed report (examples, the H200 runs) validates: version 1
+// files under version 1's rules, version 2 files within their size bounds.
+TEST(ReportSchema, EveryCommittedReportValidates) {
+  namespace fs = std::filesystem;
+  SchemaValidator v(schema());
+  int checked = 0;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(std::string(ATTNFUZZ_SOURCE_DIR) + "/reports")) {
+    if (e.path().filename() != "report.json") continue;
+    ++checked;
+    for (const std::string& p : v.validate(Json::parse(slurp(e.path().string())))) ADD_FAILURE() << e.path() << ": " << p;
+  }
+  EXPECT_GE(checked, 3);
+}
+
+// The schema's size bounds are report.h's, so a validator elsewhere checks the same ones.
+TEST(ReportSchema, SchemaStatesTheSizeBounds) {
+  const Json bounds = schema()["then"]["properties"];
+  EXPECT_EQ(bounds["cases"]["maxItems"], kCaseRecordLimit);
+  EXPECT_EQ(bounds["raw_failures"]["maxItems"], kRawSignatureLimit);
+}
+
 TEST(ReportSchema, BrokenReportsFailValidation) {
   const Json good = Json::parse(report_to_json(full_report()));
   SchemaValidator v(schema());
@@ -110,6 +132,15 @@ TEST(ReportSchema, BrokenReportsFailValidation) {
   EXPECT_TRUE(broken([](Json& d) { d["error_stats"]["series"][0]["over_bound"][0] = Json::array({1}); }));
   EXPECT_TRUE(broken([](Json& d) { d["error_stats"]["series"][0]["max_ulps"] = "big"; }));
   EXPECT_TRUE(broken([](Json& d) { d["audits"][0]["cells"][0]["status"] = "maybe"; }));
+  EXPECT_TRUE(broken([](Json& d) { d.erase("findings"); }));
+  EXPECT_TRUE(broken([](Json& d) { d["findings"][0]["verdicts"] = Json::array(); }));
+  // Version 2 keeps its size bounds (report.h: kCaseRecordLimit, kRawSignatureLimit).
+  EXPECT_TRUE(broken([](Json& d) {
+    while (d["cases"].size() <= kCaseRecordLimit) d["cases"].push_back(d["cases"][0]);
+  }));
+  EXPECT_TRUE(broken([](Json& d) {
+    while (d["raw_failures"].size() <= kRawSignatureLimit) d["raw_failures"].push_back(d["raw_failures"][0]);
+  }));
 }
 
 TEST(ReportSchema, EveryKeyRoundTrips) {

@@ -69,11 +69,14 @@ TEST(JunitXml, OneTestcasePerKernelAndClassWithReproOnFailure) {
     EXPECT_EQ(suite->attributes.at("failures"), std::to_string(suite_failures));
     failures += suite_failures;
   }
-  EXPECT_EQ(testcases, r.cells.size());
+  // One testcase per kernel x class, and one per finding in attnfuzz.findings.
+  const size_t findings = group_findings(r.failures).size();
+  ASSERT_GT(findings, 0u);
+  EXPECT_EQ(testcases, r.cells.size() + findings);
   EXPECT_EQ(root->attributes.at("failures"), std::to_string(failures));
   size_t failing_cells = 0;
   for (const ReportCell& c : r.cells) failing_cells += c.failed() > 0;
-  EXPECT_EQ(failures, failing_cells);
+  EXPECT_EQ(failures, failing_cells + findings);
 }
 
 // A mutant run: a kill is a passing testcase, a survivor the failure, a
@@ -121,7 +124,7 @@ TEST(JunitXml, CheckerRejectsMalformedXml) {
   EXPECT_TRUE(XmlReader::parse("<?xml version=\"1.0\"?>\n<a x=\"&lt;&#10;\"><b/>t&amp;t</a>\n", &error)) << error;
 }
 
-TEST(Sarif, OneResultPerSignatureWithReproAndCaseFile) {
+TEST(Sarif, OneResultPerFindingWithReproAndCaseFiles) {
   const Report& r = saved_report();
   const Json s = Json::parse(report_to_sarif(r));
   EXPECT_EQ(s["version"], "2.1.0");
@@ -131,19 +134,26 @@ TEST(Sarif, OneResultPerSignatureWithReproAndCaseFile) {
   EXPECT_EQ(run["tool"]["driver"]["name"], "attnfuzz");
   const Json& rules = run["tool"]["driver"]["rules"];
   const Json& results = run["results"];
-  ASSERT_EQ(results.size(), r.failures.size());
+  const std::vector<ReportFinding> findings = group_findings(r.failures);
+  ASSERT_EQ(results.size(), findings.size());
   for (size_t i = 0; i < results.size(); ++i) {
     const Json& res = results[i];
-    const ReportFailure& f = r.failures[i];
+    const ReportFinding& g = findings[i];
+    const ReportFailure& f = r.failures[g.representative];
     // SARIF 2.1.0: ruleIndex points at the rule whose id is ruleId.
     EXPECT_EQ(rules[res["ruleIndex"].get<size_t>()]["id"], res["ruleId"]);
-    EXPECT_EQ(res["ruleId"], std::string(verdict_name(f.verdict)));
+    EXPECT_EQ(res["ruleId"], std::string(verdict_name(g.verdicts.back())));
     EXPECT_TRUE(res["message"]["text"].is_string());
     EXPECT_NE(res["message"]["text"].get<std::string>().find(f.repro), std::string::npos);
     ASSERT_FALSE(f.case_file.empty());
     EXPECT_EQ(res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], f.case_file);
-    EXPECT_EQ(res["partialFingerprints"]["attnfuzzSignature/v1"], f.signature);
+    EXPECT_EQ(res["partialFingerprints"]["attnfuzzFinding/v1"].get<std::string>().find(g.kernel), 0u);
     EXPECT_EQ(res["properties"]["repro"], f.repro);
+    // Every variant is a related location.
+    ASSERT_EQ(res["relatedLocations"].size(), g.failures.size());
+    for (size_t v = 0; v < g.failures.size(); ++v)
+      EXPECT_EQ(res["relatedLocations"][v]["physicalLocation"]["artifactLocation"]["uri"],
+                r.failures[g.failures[v]].case_file);
   }
   EXPECT_EQ(run["invocations"][0]["executionSuccessful"], r.errors.empty());
 }
