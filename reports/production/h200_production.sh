@@ -59,6 +59,16 @@ echo "rc=$?"; tail -30 "$R/audit_torch.log"
 wait $cudnn_audit; tail -16 "$R/audit_cudnn.log"
 wait $conventions; tail -16 "$R/conventions.log"
 
+step "control: the cuDNN padding finding with padding that holds zeros instead of NaN"
+# If cuDNN reads K/V rows past seq_len_kv, the NaN-poisoned cases fail and
+# these pass: the committed repros of the first H200 run, with `poison none`.
+mkdir -p "$R/control"
+for f in reports/production/run2/audit_cudnn/corpus/cudnn.sdpa-nan_inf-*.case; do
+  sed 's/^poison nan$/poison none/' "$f" > "$R/control/$(basename "$f")"
+done
+( unset ATTNFUZZ_CUDNN_LIB; timeout 60 $AF run --kernel cudnn.sdpa "$R"/control/*.case > "$R/control.txt" 2>&1
+  echo "control rc=$? (0: every case passes with zero padding)"; grep -c ': pass' "$R/control.txt" )
+
 step "every saved repro re-run"
 ( unset ATTNFUZZ_CUDNN_LIB; ls "$R"/audit_cudnn/corpus/*.case >/dev/null 2>&1 &&
   timeout 60 $AF --determinism repro "$R"/audit_cudnn/corpus/*.case > "$R/repro_cudnn.txt" 2>&1; echo "cudnn repro rc=$?" )
