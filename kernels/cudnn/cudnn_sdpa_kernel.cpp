@@ -56,15 +56,9 @@ const Guards& guards_of(const afz_kernel* self) {
   return self && self->user ? *static_cast<const Guards*>(self->user) : kGuarded;
 }
 
-// Lifts the refusal of row strides that are not 16-byte multiples, to
-// reproduce cuDNN's wrong results on them through the harness (sdpa_graph.h).
-bool allow_unaligned_rows(const Guards& g) {
-  static const bool allow = [] {
-    const char* v = std::getenv("ATTNFUZZ_CUDNN_ALLOW_UNALIGNED_ROWS");
-    return v && std::string(v) == "1";
-  }();
-  return allow || !g.unaligned_rows;
-}
+// cudnn.sdpa.raw sends row strides that are not 16-byte multiples, so its
+// repros show cuDNN's wrong results on them (sdpa_graph.h).
+bool allow_unaligned_rows(const Guards& g) { return !g.unaligned_rows; }
 
 void write_message(char* buf, size_t len, std::string msg) {
   if (!buf || len == 0) return;

@@ -269,7 +269,7 @@ std::string stride_reason(const char* what, const afz_tensor& t, const Dims& ext
     if (!allow_unaligned_rows && t.stride[a] % kRowAlignElements != 0)
       return axis + " is not a multiple of " + std::to_string(kRowAlignElements) +
              " elements: cuDNN builds a plan for such rows but computes a wrong O and writes into the row gaps "
-             "(measured, cuDNN 9.14 and 9.19 on H200; ATTNFUZZ_CUDNN_ALLOW_UNALIGNED_ROWS=1 runs them)";
+             "(measured, cuDNN 9.14 and 9.19 on H200; cudnn.sdpa.raw runs them)";
   }
   return "";
 }
