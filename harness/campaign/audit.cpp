@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "harness/campaign/corpus.h"
+#include "harness/campaign/stop_request.h"
 #include "harness/case/case_file.h"
 #include "harness/judge/signature.h"
 #include "kernels/abi/dtype.h"
@@ -60,6 +61,8 @@ constexpr int kWindowLeft = 48, kWindowRight = 16;
 constexpr double kLargeNegative = -1e4;
 // An odd row gap: rows start unaligned.
 constexpr int kRowGap = 3;
+// Unsupported reasons named on the summary line of each matrix.
+constexpr size_t kSummaryReasons = 4;
 // Varlen rows: at most this many of the class's sequences are kept.
 constexpr int kMaxVarlenSequences = 4;
 // Queries of the varlen row's last sequence, which has no keys at all
@@ -547,7 +550,10 @@ void Audit::consume(int64_t cell, int n, SweepWork& w) {
       cells.push_back({row, column, "unsupported", VerdictClass::Unsupported, 0, ""});
     ReportAuditCell& m = cells.back();
     ++m.cases;
-    if (cls == VerdictClass::Unsupported) continue;
+    if (cls == VerdictClass::Unsupported) {
+      report_.audits[k].count_unsupported(out.verdict.detail);
+      continue;
+    }
     if (!is_failure(cls)) {
       if (m.status == "unsupported") {
         m.status = "pass";
@@ -682,11 +688,13 @@ Report Audit::run() {
   // minimized on this thread, between chunks, in cell order.
   const int64_t chunk = int64_t(jobs) * kChunkPerJob;
   for (int64_t first = begin * per_cell; first < end * per_cell; first += chunk) {
-    if (o_.sweep_time_s > 0 && clock_.seconds() > o_.sweep_time_s) {
+    const bool out_of_time = o_.sweep_time_s > 0 && clock_.seconds() > o_.sweep_time_s;
+    if (out_of_time || stop_requested()) {
       const int64_t done = first / per_cell - begin;
+      const std::string by = out_of_time ? fmt::format("--sweep-time {:.0f} s", o_.sweep_time_s) : "a signal";
       for (ReportAudit& a : report_.audits)
-        a.notes.push_back(fmt::format("sweep stopped by --sweep-time {:.0f} s after {} of {} cells: {} cells not run",
-                                      o_.sweep_time_s, done, end - begin, end - begin - done));
+        a.notes.push_back(fmt::format("sweep stopped by {} after {} of {} cells: {} cells not run", by, done,
+                                      end - begin, end - begin - done));
       break;
     }
     const int64_t last = std::min(first + chunk, end * per_cell);
@@ -714,10 +722,11 @@ Report Audit::run() {
       return std::pair(row_at[x.row], column_at[x.column]) < std::pair(row_at[y.row], column_at[y.column]);
     });
   }
+  if (stop_requested()) return finish("signal");
   const double left = std::max(o_.time_s - clock_.seconds(), o_.time_s * kMinFuzzShare);
   if (left < kMinFuzzSeconds) return finish("cases");
   fuzz_phase(left);
-  return finish("time");
+  return finish(stop_requested() ? "signal" : "time");
 }
 
 Report Audit::finish(const std::string& stop_reason) {
@@ -784,6 +793,17 @@ std::vector<std::string> audit_summary(const Report& r) {
       for (const auto& [c, n] : failing_columns) columns += fmt::format("{}{} {}", columns.empty() ? "" : ", ", c, n);
       out.push_back("  failing cells by verdict: " + verdicts);
       out.push_back("  failing cells by class: " + columns);
+    }
+    if (unsupported) {
+      // The reasons most often given first: which declared capability or
+      // library check shaped the matrix.
+      std::vector<std::pair<int64_t, std::string>> reasons;
+      for (const auto& [why, n] : a.unsupported_reasons) reasons.push_back({-n, why});
+      std::sort(reasons.begin(), reasons.end());
+      std::string line;
+      for (size_t i = 0; i < reasons.size() && i < kSummaryReasons; ++i)
+        line += fmt::format("{}{} x {}", line.empty() ? "" : "; ", -reasons[i].first, reasons[i].second);
+      if (!line.empty()) out.push_back("  unsupported cases by reason: " + line);
     }
     for (const std::string& note : a.notes)
       out.push_back(note.rfind("sweep stopped", 0) == 0 ? "  " + note : "  conventions differ: " + note);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "harness/campaign/corpus.h"
+#include "harness/campaign/stop_request.h"
 #include "harness/case/case_file.h"
 #include "harness/judge/signature.h"
 
@@ -329,13 +330,17 @@ Report Campaign::run() {
   auto enough_failures = [&] {
     return o_.stop_after_failures >= 0 && int64_t(report_.failures.size()) >= o_.stop_after_failures;
   };
+  auto stop_reason_now = [&](std::string& reason) {
+    if (out_of_time()) reason = "time";
+    if (enough_failures()) reason = "failures";
+    if (stop_requested()) reason = "signal";
+    return reason != "cases";
+  };
   std::string stop_reason = "cases";
 
   if (o_.jobs <= 1) {
     for (int64_t i = begin; i < end; ++i) {
-      if (out_of_time()) stop_reason = "time";
-      if (enough_failures()) stop_reason = "failures";
-      if (stop_reason != "cases") break;
+      if (stop_reason_now(stop_reason)) break;
       CaseWork w = run_case(o_, runner_, i);
       consume(w);
       after_case();
@@ -378,9 +383,7 @@ Report Campaign::run() {
   };
   try {
     for (int64_t i = begin; i < end; ++i) {
-      if (out_of_time()) stop_reason = "time";
-      if (enough_failures()) stop_reason = "failures";
-      if (stop_reason != "cases") break;
+      if (stop_reason_now(stop_reason)) break;
       CaseWork w;
       {
         std::unique_lock lock(mu);

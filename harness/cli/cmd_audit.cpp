@@ -9,6 +9,7 @@
 #include "harness/campaign/audit.h"
 #include "harness/campaign/progress.h"
 #include "harness/campaign/shard.h"
+#include "harness/campaign/stop_request.h"
 #include "harness/cli/commands.h"
 #include "harness/report/report_views.h"
 
@@ -54,6 +55,8 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
     o.shards = s->count;
   }
 
+  // SIGINT/SIGTERM (a CI timeout) ends the run at a case boundary with its report written.
+  install_stop_handlers();
   std::vector<const afz_kernel*> kernels;
   for (const CampaignKernel& k : o.kernels) kernels.push_back(k.kernel);
   const size_t rows = audit_rows(kernels).size(), classes = generator_table().size();

@@ -10,6 +10,7 @@
 #include "harness/campaign/corpus.h"
 #include "harness/campaign/progress.h"
 #include "harness/campaign/shard.h"
+#include "harness/campaign/stop_request.h"
 #include "harness/case/case_file.h"
 #include "harness/cli/commands.h"
 #include "harness/report/findings.h"
@@ -183,6 +184,8 @@ int run_fuzz(const Globals& g, const FuzzArgs& a) {
     };
   }
   const Runner runner(g.run_options());
+  // SIGINT/SIGTERM (a CI timeout) ends the run at a case boundary with its report written.
+  install_stop_handlers();
   const Report r = run_campaign(o, runner);
   progress.finish();
   write_report(r, a.out);

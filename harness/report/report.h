@@ -17,7 +17,8 @@
 //   run:        kind (campaign | replay | mutants | audit), command, attnfuzz_version,
 //               started_utc, seed, first_case, cases, case_limit (-1: none),
 //               time_limit_s (-1: none), stop_reason (cases | time | corpus | kills | failures |
-//               running: a checkpoint written while the campaign runs),
+//               running: a checkpoint written while the campaign runs |
+//               signal: SIGINT or SIGTERM asked it to stop, stop_request.h),
 //               jobs, oracle, classes ("name=weight,..."), corpus, wall_s,
 //               determinism {share, reruns} (version 2: 1 in `share` cases, chosen by
 //               (seed, index), ran twice and had to give identical bits; reruns counts them)
@@ -68,6 +69,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -205,6 +207,13 @@ struct ReportAudit {
   // Where the audited kernels' declared conventions differ, one line each
   // (the same lines in every kernel's matrix of one audit).
   std::vector<std::string> notes;
+  // Why the kernel declined cases: reason -> cases, the most frequent
+  // kMaxUnsupportedReasons kept (the rest counted under kOtherReasons), so a
+  // matrix's "unsupported" says which capability or library check cut it.
+  std::map<std::string, int64_t> unsupported_reasons;
+  static constexpr size_t kMaxUnsupportedReasons = 16;
+  static constexpr const char* kOtherReasons = "(other reasons)";
+  void count_unsupported(const std::string& reason);
 };
 
 // One mutant of a mutant run: killed or survived.

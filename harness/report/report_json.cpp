@@ -201,7 +201,7 @@ Json audits_json(const std::vector<ReportAudit>& audits) {
                        {"cases", c.cases},
                        {"signature", c.signature}});
     j.push_back({{"kernel", a.kernel}, {"rows", a.rows}, {"columns", a.columns}, {"cells", std::move(cells)},
-                 {"notes", a.notes}});
+                 {"notes", a.notes}, {"unsupported_reasons", a.unsupported_reasons}});
   }
   return j;
 }
@@ -564,6 +564,7 @@ struct Reader {
       get(a, "rows", o.rows);
       get(a, "columns", o.columns);
       get(a, "notes", o.notes);
+      get(a, "unsupported_reasons", o.unsupported_reasons);
       for (const Json& c : array(a, "cells")) {
         ReportAuditCell cell;
         std::string v;

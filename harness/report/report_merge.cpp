@@ -68,6 +68,15 @@ CaseSize repro_size(const ReportFailure& f) {
   return {f.minimize.to_elements, 0};
 }
 
+void ReportAudit::count_unsupported(const std::string& reason) {
+  auto it = unsupported_reasons.find(reason);
+  if (it == unsupported_reasons.end() && unsupported_reasons.size() >= kMaxUnsupportedReasons)
+    it = unsupported_reasons.try_emplace(kOtherReasons, 0).first;
+  else if (it == unsupported_reasons.end())
+    it = unsupported_reasons.try_emplace(reason, 0).first;
+  ++it->second;
+}
+
 namespace {
 
 struct KernelRank {
@@ -332,7 +341,13 @@ class Merger {
         if (c.verdicts.empty()) m.verdicts.clear();
         out_.cases.push_back(std::move(m));
       }
-    if (!campaign_) return true;
+    if (!campaign_) {
+      // Audits and replays number their cases per part (an audit shard's
+      // cells start again at 0): no overlap to check, but the merged record
+      // keeps the bound one run keeps, in part order.
+      if (out_.cases.size() > kCaseRecordLimit) out_.cases.resize(kCaseRecordLimit);
+      return true;
+    }
     std::stable_sort(out_.cases.begin(), out_.cases.end(),
                      [](const ReportCase& a, const ReportCase& b) { return a.index < b.index; });
     for (size_t i = 1; i < out_.cases.size(); ++i)
@@ -422,7 +437,7 @@ class Merger {
     for (const Report& p : parts_)
       for (const ReportAudit& a : p.audits) {
         const size_t i = kernels.add(a.kernel);
-        if (i == out_.audits.size()) out_.audits.push_back({a.kernel, {}, {}, {}, {}});
+        if (i == out_.audits.size()) out_.audits.push_back({a.kernel, {}, {}, {}, {}, {}});
         ReportAudit& m = out_.audits[i];
         for (const std::string& row : a.rows)
           if (std::find(m.rows.begin(), m.rows.end(), row) == m.rows.end()) m.rows.push_back(row);
@@ -430,6 +445,8 @@ class Merger {
           if (std::find(m.columns.begin(), m.columns.end(), col) == m.columns.end()) m.columns.push_back(col);
         for (const std::string& note : a.notes)
           if (std::find(m.notes.begin(), m.notes.end(), note) == m.notes.end()) m.notes.push_back(note);
+        for (const auto& [reason, n] : a.unsupported_reasons)
+          for (int64_t c = 0; c < n; ++c) m.count_unsupported(reason);
         for (const ReportAuditCell& c : a.cells) {
           auto it = std::find_if(m.cells.begin(), m.cells.end(),
                                  [&](const ReportAuditCell& x) { return x.row == c.row && x.column == c.column; });

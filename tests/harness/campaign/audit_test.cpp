@@ -3,6 +3,7 @@
 // get minimized repros in the corpus that fail again as they are; the
 // matrix does not depend on --jobs; conventions that differ are noted.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -119,6 +120,15 @@ TEST(Audit, DeclinedCellsAreUnsupportedNeverFailures) {
   }
   EXPECT_TRUE(r.failures.empty());
   EXPECT_TRUE(r.passed());
+  // Each declined case is tallied under its reason, and the summary names it.
+  const std::map<std::string, int64_t> expected_reasons{
+      {"additive mask (AFZ_CAP_ADD_MASK)", int64_t(r.audits[0].cells.size())}};
+  EXPECT_EQ(r.audits[0].unsupported_reasons, expected_reasons);
+  const std::vector<std::string> summary = audit_summary(r);
+  EXPECT_TRUE(std::any_of(summary.begin(), summary.end(), [&](const std::string& line) {
+    return line == fmt::format("  unsupported cases by reason: {} x additive mask (AFZ_CAP_ADD_MASK)",
+                               r.audits[0].cells.size());
+  })) << fmt::format("{}", fmt::join(summary, "\n"));
 
   // Several cases per cell: still one matrix cell each, counting them all.
   AuditOptions three = options({&no_add}, kAddNegInfShard);

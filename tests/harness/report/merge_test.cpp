@@ -191,6 +191,24 @@ TEST(ReportMerge, RejectsPartsThatDoNotBelongTogether) {
   EXPECT_TRUE(merge_reports({a, b}, &error)) << error;
 }
 
+// Audit shards each record up to kCaseRecordLimit cases, all numbered from
+// their first cell: the merge keeps one run's bound (the H200 audits of run 4
+// merged to 192 records, which the schema rejects).
+TEST(ReportMerge, AuditShardsKeepTheCaseRecordBound) {
+  std::vector<Report> shards(3);
+  for (Report& r : shards) {
+    r.run.kind = "audit";
+    r.run.seed = 1;
+    r.run.cases = int64_t(kCaseRecordLimit);
+    for (size_t i = 0; i < kCaseRecordLimit; ++i) r.cases.push_back({int64_t(i), "shapes", {}});
+  }
+  std::string error;
+  const std::optional<Report> merged = merge_reports(shards, &error);
+  ASSERT_TRUE(merged) << error;
+  EXPECT_EQ(merged->cases.size(), kCaseRecordLimit);
+  EXPECT_EQ(merged->run.cases, 3 * int64_t(kCaseRecordLimit));
+}
+
 TEST(ReportMerge, ErrorStatisticsAddUpExactly) {
   const Runner runner(RunOptions{});
   Report all, first, second;
