@@ -22,6 +22,12 @@ step "mutant gates: every CPU forward and backward mutant must be killed"
 "$build/attnfuzz" mutants --no-corpus --out "$out/mutants"
 "$build/attnfuzz" mutants --pass bwd
 
+step "the backward pass from the command line: run --pass both (a plugin's pair), repro of a saved bwd failure"
+"$build/attnfuzz" --kernel-lib "$build/kernels/plugin_example/libattnfuzz_plugin_example.so" \
+  run --kernel example.naive_fp32 --pass both tests/harness/run/cases/mha_fp32.case
+rc=0; "$build/attnfuzz" repro tests/harness/run/cases/lse_log2_bwd.case || rc=$?
+[ "$rc" -eq 1 ] || { echo "the backward mutant's saved failure should fail again (exit 1), got exit $rc"; exit 1; }
+
 step "replay of the committed corpora against every built-in kernel"
 "$build/attnfuzz" replay corpora/seeds corpora/mutants corpora/regressions --kernel all --out "$out/replay"
 

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "kernels/abi/dtype.h"
+#include "kernels/cpu/backward_kernels.h"
 
 namespace afz {
 
@@ -50,7 +51,29 @@ KernelRegistry KernelRegistry::with_builtins() {
   register_cpu_mutants(r);
   register_gpu_kernels(r);
   register_cudnn_kernels(r);
+  for (const afz_backward_kernel& k : cpu_backward_kernels()) r.add_backward(&k, "builtin");
+  for (const BackwardMutantInfo& m : cpu_backward_mutants()) r.add_backward(&m.kernel, "mutant");
   return r;
+}
+
+void KernelRegistry::add_backward(const afz_backward_kernel* k, std::string origin, std::string version) {
+  if (!k || !k->name || !*k->name) throw std::invalid_argument("backward kernel without a name from " + origin);
+  if (!k->run) throw std::invalid_argument(std::string("backward kernel ") + k->name + " has no run function");
+  if (const BackwardKernelEntry* e = backward_entry(k->name))
+    throw std::invalid_argument(std::string("duplicate backward kernel name ") + k->name + " (from " + origin +
+                                ", already from " + e->origin + ")");
+  backward_entries_.push_back({k, std::move(origin), std::move(version)});
+}
+
+const BackwardKernelEntry* KernelRegistry::backward_entry(const std::string& name) const {
+  for (const BackwardKernelEntry& e : backward_entries_)
+    if (name == e.kernel->name) return &e;
+  return nullptr;
+}
+
+const afz_backward_kernel* KernelRegistry::find_backward(const std::string& name) const {
+  const BackwardKernelEntry* e = backward_entry(name);
+  return e ? e->kernel : nullptr;
 }
 
 void KernelRegistry::add(const afz_kernel* k, std::string origin, std::string version) {
@@ -133,7 +156,9 @@ bool KernelRegistry::load_library(const std::string& spec, std::string* error) {
     return fail_closed("built for kernel ABI version " + std::to_string(v) + ", attnfuzz speaks version " +
                        std::to_string(AFZ_ABI_VERSION));
   auto get_kernels = reinterpret_cast<afz_get_kernels_fn>(dlsym(handle, AFZ_PLUGIN_SYMBOL));
-  if (!get_kernels) return fail_closed("missing symbol " AFZ_PLUGIN_SYMBOL);
+  auto get_backward = reinterpret_cast<afz_get_backward_kernels_fn>(dlsym(handle, AFZ_BACKWARD_PLUGIN_SYMBOL));
+  if (!get_kernels && !get_backward)
+    return fail_closed("missing symbol " AFZ_PLUGIN_SYMBOL " (and no " AFZ_BACKWARD_PLUGIN_SYMBOL " either)");
   if (auto configure = reinterpret_cast<afz_configure_fn>(dlsym(handle, AFZ_PLUGIN_CONFIGURE_SYMBOL))) {
     char why[512] = {0};
     if (configure(config.c_str(), why, sizeof why) != 0) {
@@ -150,9 +175,19 @@ bool KernelRegistry::load_library(const std::string& spec, std::string* error) {
 
   const afz_kernel* kernels = nullptr;
   int count = 0;
-  if (const int rc = get_kernels(&kernels, &count); rc != 0)
-    return fail_closed(AFZ_PLUGIN_SYMBOL " returned " + std::to_string(rc));
-  if (!kernels || count <= 0) return fail_closed("the library provides no kernels");
+  if (get_kernels) {
+    if (const int rc = get_kernels(&kernels, &count); rc != 0)
+      return fail_closed(AFZ_PLUGIN_SYMBOL " returned " + std::to_string(rc));
+    if (!kernels) count = 0;
+  }
+  const afz_backward_kernel* backward = nullptr;
+  int backward_count = 0;
+  if (get_backward) {
+    if (const int rc = get_backward(&backward, &backward_count); rc != 0)
+      return fail_closed(AFZ_BACKWARD_PLUGIN_SYMBOL " returned " + std::to_string(rc));
+    if (!backward) backward_count = 0;
+  }
+  if (count <= 0 && backward_count <= 0) return fail_closed("the library provides no kernels");
 
   // Check everything before adding anything: a rejected library leaves the
   // registry as it was.
@@ -167,7 +202,19 @@ bool KernelRegistry::load_library(const std::string& spec, std::string* error) {
       if (e.kernel->name == std::string_view(k.name))
         return fail_closed(std::string("duplicate kernel name ") + k.name + " (already from " + e.origin + ")");
   }
-  add_all(kernels, count, spec, version);
+  std::set<std::string> backward_names;
+  for (int i = 0; i < backward_count; ++i) {
+    const afz_backward_kernel& k = backward[i];
+    if (!k.name || !*k.name) return fail_closed("backward kernel #" + std::to_string(i) + " has no name");
+    if (!k.run) return fail_closed(std::string("backward kernel ") + k.name + " has no run function");
+    if (!backward_names.insert(k.name).second)
+      return fail_closed(std::string("duplicate backward kernel name ") + k.name + " within the library");
+    if (const BackwardKernelEntry* e = backward_entry(k.name))
+      return fail_closed(std::string("duplicate backward kernel name ") + k.name + " (already from " + e->origin +
+                         ")");
+  }
+  add_all(kernels, count > 0 ? count : 0, spec, version);
+  for (int i = 0; i < backward_count; ++i) add_backward(&backward[i], spec, version);
   return true;
 }
 

@@ -28,22 +28,37 @@ inline bool in_all_kernels(const std::string& origin) { return origin != "mutant
 // A --kernel-lib spec as (library path, configuration); see load_library.
 std::pair<std::string, std::string> split_library_spec(const std::string& spec);
 
+// A backward kernel (afz_backward_kernel: dQ, dK, dV from dO), with the
+// same origins as the forward kernels.  A forward and a backward kernel may
+// share a name: `--pass both` pairs them by it.
+struct BackwardKernelEntry {
+  const afz_backward_kernel* kernel;
+  std::string origin;
+  std::string version;
+};
+
 class KernelRegistry {
  public:
   // The built-in kernels (CPU references, mutants, and GPU kernels where built).
   static KernelRegistry with_builtins();
   void add(const afz_kernel* k, std::string origin, std::string version = "");
   void add_all(const afz_kernel* ks, int n, const std::string& origin, const std::string& version = "");
+  void add_backward(const afz_backward_kernel* k, std::string origin, std::string version = "");
   // Loads a plugin from `path` or `path#config` (the text after the '#' that
-  // follows the library's file name goes to the plugin's attnfuzz_configure);
-  // false with a one-line error.
+  // follows the library's file name goes to the plugin's attnfuzz_configure):
+  // its attnfuzz_kernels, its attnfuzz_backward_kernels, or both; false with
+  // a one-line error.
   bool load_library(const std::string& spec, std::string* error);
   const afz_kernel* find(const std::string& name) const;
   const KernelEntry* entry(const std::string& name) const;
   const std::vector<KernelEntry>& entries() const { return entries_; }
+  const afz_backward_kernel* find_backward(const std::string& name) const;
+  const BackwardKernelEntry* backward_entry(const std::string& name) const;
+  const std::vector<BackwardKernelEntry>& backward_entries() const { return backward_entries_; }
 
  private:
   std::vector<KernelEntry> entries_;
+  std::vector<BackwardKernelEntry> backward_entries_;
 };
 
 // Groups of built-in kernels, each defined next to its kernels.

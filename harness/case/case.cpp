@@ -23,6 +23,9 @@ int max_of(const std::vector<int32_t>& seqlens) {
 }  // namespace
 
 int Case::max_seqlen_q() const { return max_of(seqlens_q); }
+
+std::string_view pass_name(Pass p) { return case_text::spell(case_text::kPasses, p); }
+std::optional<Pass> parse_pass(std::string_view name) { return case_text::lookup(case_text::kPasses, name); }
 int Case::max_seqlen_k() const { return max_of(seqlens_k); }
 
 // Kernels take the scale as fp32 (afz_problem::scale), so the case's scale is

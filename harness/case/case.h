@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,9 @@ inline constexpr int kCaseVersion = 1;
 enum class Layout { BHSD, BSHD, PackedQKV };
 enum class KvBroadcast { None, Heads, Batch };  // K and V with stride 0 across heads or batch
 enum class Poison { NaN, Inf, None };           // what fills padding and row gaps
+// Which pass a case is run through: the forward, the backward (dQ, dK, dV
+// from dO), or both one after the other.  Saved failures record theirs.
+enum class Pass { Fwd, Bwd, Both };
 
 // An explicit mask pattern over (query i, key j) of each sequence, broadcast
 // over heads.  kind and integer args, e.g. "rows_every 7 0", "band -3 0".
@@ -56,6 +60,7 @@ struct Transform {
 
 struct Case {
   std::string kernel;                   // optional: which kernel a saved failure belongs to
+  Pass pass = Pass::Fwd;                // which pass a saved failure ran
   std::vector<std::string> provenance;  // TEXT of each "# provenance: TEXT" line, in order
 
   int batch = 1, heads_q = 1, heads_kv = 1;
@@ -88,6 +93,10 @@ struct Case {
   float effective_scale() const;
   bool operator==(const Case&) const = default;
 };
+
+// "fwd", "bwd", "both"; parse_pass is their inverse (nullopt for anything else).
+std::string_view pass_name(Pass p);
+std::optional<Pass> parse_pass(std::string_view name);
 
 // Parse errors carry the line and field, for "file:line: field: message".
 struct ParseError {

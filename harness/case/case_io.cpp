@@ -41,6 +41,7 @@ constexpr int kMaxSuggestionDistance = 2;
 
 constexpr CaseKey kKeys[] = {
     {"kernel", "NAME"},
+    {"pass", "fwd | bwd | both (the pass a saved failure ran; default fwd)"},
     {"batch", "B"},
     {"heads", "HQ [HKV]"},
     {"seqlen_q", "N... (one per sequence, or one for all)"},
@@ -219,6 +220,7 @@ class CaseParser {
   bool read_row_gap(Args a);
   bool read_kv_broadcast(Args a) { return word_arg(a[0], "kv_broadcast", kBroadcasts, &c_.kv_broadcast); }
   bool read_poison(Args a) { return word_arg(a[0], "poison", kPoisons, &c_.poison); }
+  bool read_pass(Args a) { return word_arg(a[0], "pass", kPasses, &c_.pass); }
   bool read_values(Args a) { return distribution_arg(a, &values_all_); }
   bool read_values_q(Args a) { return distribution_arg(a, &values_one_[0].emplace()); }
   bool read_values_k(Args a) { return distribution_arg(a, &values_one_[1].emplace()); }
@@ -240,6 +242,7 @@ class CaseParser {
 
 const CaseParser::KeyRule CaseParser::kRules[] = {
     {"kernel", 1, 1, false, "kernel", &CaseParser::read_kernel},
+    {"pass", 1, 1, false, "pass", &CaseParser::read_pass},
     {"batch", 1, 1, false, "batch", &CaseParser::read_batch},
     {"heads", 1, 2, false, "heads", &CaseParser::read_heads},
     {"seqlen_q", 1, kMaxBatch, false, "seqlen_q", &CaseParser::read_seqlen_q},
@@ -670,6 +673,7 @@ std::string write_case(const Case& c) {
   for (const std::string& p : c.provenance) out += p.empty() ? "# provenance:\n" : "# provenance: " + p + "\n";
   put(kMagic, std::to_string(kCaseVersion));
   if (!c.kernel.empty()) put("kernel", c.kernel);
+  if (c.pass != Pass::Fwd) put("pass", std::string(spell(kPasses, c.pass)));
   put("batch", std::to_string(c.batch));
   put("heads", pair(c.heads_q, c.heads_kv));
   put("seqlen_q", seqlens(c.seqlens_q));

@@ -30,6 +30,7 @@ inline constexpr Spelling<Layout> kLayouts[] = {
     {Layout::BHSD, "bhsd"}, {Layout::BSHD, "bshd"}, {Layout::PackedQKV, "packed_qkv"}};
 inline constexpr Spelling<KvBroadcast> kBroadcasts[] = {
     {KvBroadcast::None, "none"}, {KvBroadcast::Heads, "heads"}, {KvBroadcast::Batch, "batch"}};
+inline constexpr Spelling<Pass> kPasses[] = {{Pass::Fwd, "fwd"}, {Pass::Bwd, "bwd"}, {Pass::Both, "both"}};
 inline constexpr Spelling<Poison> kPoisons[] = {{Poison::NaN, "nan"}, {Poison::Inf, "inf"}, {Poison::None, "none"}};
 inline constexpr Spelling<afz_align> kAligns[] = {
     {AFZ_ALIGN_TOP_LEFT, "top_left"}, {AFZ_ALIGN_BOTTOM_RIGHT, "bottom_right"}};

@@ -58,6 +58,19 @@ Action add_kernels_command(CLI::App& app, Globals& g) {
       if (!e.version.empty()) fmt::print("{:<28} runs {}\n", "", e.version);
       fmt::print("{:<28} {}\n", "", describe_capabilities(*e.kernel));
     }
+    // Backward kernels (`--pass bwd|both`): the same caps, precision and
+    // conventions fields, read by the backward verdict.
+    if (!r.backward_entries().empty()) fmt::print("\nbackward kernels (--pass bwd|both):\n");
+    for (const BackwardKernelEntry& e : r.backward_entries()) {
+      afz_kernel as_forward{};
+      as_forward.caps = e.kernel->caps;
+      as_forward.caps.flags &= ~uint32_t(AFZ_CAP_LSE);
+      as_forward.precision = e.kernel->precision;
+      as_forward.conventions = e.kernel->conventions;
+      fmt::print("{:<28} {:<8} {}\n", e.kernel->name, e.origin, e.kernel->description ? e.kernel->description : "");
+      if (!e.version.empty()) fmt::print("{:<28} runs {}\n", "", e.version);
+      fmt::print("{:<28} {}\n", "", describe_capabilities(as_forward));
+    }
     return kExitOk;
   };
 }

@@ -102,7 +102,7 @@ struct Judge {
             v.max_abs_error = std::max(v.max_abs_error, err);
             if (over > v.max_over_bound) {
               v.max_over_bound = over;
-              v.worst = {true, false, b, h, s, x, kv, ov, err, bnd, err / ulp(AFZ_F32, ov), over};
+              v.worst = {true, false, b, h, s, x, kv, ov, err, bnd, err / ulp(AFZ_F32, ov), over, name};
             }
             if (err - t.err[e] > bnd) {
               ++v.failing;

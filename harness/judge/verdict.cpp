@@ -30,6 +30,10 @@ bool is_failure(VerdictClass c) { return c != VerdictClass::Pass && c != Verdict
 
 std::string WorstElement::format() const {
   if (!valid) return "no element checked";
+  if (!tensor.empty())
+    return fmt::format("{}[b={} h={} s={} x={}] kernel {:a} ({:.9g}) oracle {:a} ({:.9g}) error {:.3g} = {:.3g} ulp = "
+                       "{:.3g} x bound",
+                       tensor, b, h, i, x, kernel, kernel, oracle, oracle, error, ulps, over_bound);
   return fmt::format("{}[b={} h={} i={}{}] kernel {:a} ({:.9g}) oracle {:a} ({:.9g}) error {:.3g} = {:.3g} ulp = {:.3g} x bound",
                      is_lse ? "lse" : "o", b, h, i, is_lse ? "" : fmt::format(" d={}", x), kernel, kernel, oracle,
                      oracle, error, ulps, over_bound);

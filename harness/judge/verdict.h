@@ -35,6 +35,9 @@ struct WorstElement {
   double error = 0, bound = 0;
   double ulps = 0;          // error in ulps of the output dtype at the oracle value
   double over_bound = 0;    // error / bound
+  // A backward gradient ("dq", "dk", "dv"; i is its row s, x its column);
+  // empty: o, or the LSE where is_lse.
+  std::string tensor;
   std::string format() const;  // one line, hex floats where bits matter
 };
 

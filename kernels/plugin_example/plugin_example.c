@@ -3,9 +3,11 @@
  * varlen, no GQA).  Build it as a shared library and load it with
  * `attnfuzz --kernel-lib libattnfuzz_plugin_example.so`.
  *
- * A plugin exports two symbols: attnfuzz_abi_version() and
- * attnfuzz_kernels(), and may export attnfuzz_library_version() and
- * attnfuzz_configure(); see kernels/abi/attnfuzz_kernel.h. */
+ * A plugin exports attnfuzz_abi_version() and attnfuzz_kernels(), its
+ * backward kernels with attnfuzz_backward_kernels() (this one: the same
+ * naive method's gradients, under the same name, so `--pass both` pairs
+ * them), and may export attnfuzz_library_version() and attnfuzz_configure();
+ * see kernels/abi/attnfuzz_kernel.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +69,64 @@ static int naive_run(const afz_kernel* self, const afz_problem* p, char* error, 
   return 0;
 }
 
+static float* grad_row(const afz_tensor* t, int b, int h, int s) {
+  return (float*)t->data + b * t->stride[0] + h * t->stride[1] + s * t->stride[2];
+}
+
+/* The gradients of the same naive attention, row by row, from the LSE the
+ * harness hands over: P = exp(S - LSE), D = rowsum(dO * O),
+ * dS = P * (dO.V - D), dQ = scale dS.K, dK += scale dS^T.Q, dV += P^T.dO. */
+static int naive_backward_run(const afz_backward_kernel* self, const afz_backward_problem* bp, char* error,
+                              size_t error_len) {
+  (void)self;
+  const afz_problem* p = bp->fwd;
+  if (p->abi_version != AFZ_ABI_VERSION) {
+    snprintf(error, error_len, "problem ABI version %u, plugin expects %d", p->abi_version, AFZ_ABI_VERSION);
+    return 1;
+  }
+  const int group = p->heads_q / p->heads_kv;
+  for (int b = 0; b < p->batch; ++b) {
+    /* dK and dV accumulate over the query rows: start from 0. */
+    for (int h = 0; h < p->heads_kv; ++h)
+      for (int j = 0; j < p->seqlens_k[b]; ++j) {
+        for (int x = 0; x < p->head_dim; ++x) grad_row(&bp->dk, b, h, j)[x] = 0.0f;
+        for (int x = 0; x < p->head_dim_v; ++x) grad_row(&bp->dv, b, h, j)[x] = 0.0f;
+      }
+    for (int h = 0; h < p->heads_q; ++h)
+      for (int i = 0; i < p->seqlens_q[b]; ++i) {
+        const int hk = h / group, n = p->seqlens_k[b];
+        const float* q = row_f32(&p->q, b, h, i);
+        const float* d_o = row_f32(&bp->dout, b, h, i);
+        const float* o = row_f32(&bp->out, b, h, i);
+        float* dq = grad_row(&bp->dq, b, h, i);
+        const float lse = bp->lse[b * bp->lse_stride[0] + h * bp->lse_stride[1] + i * bp->lse_stride[2]];
+        float d = 0.0f;
+        for (int x = 0; x < p->head_dim_v; ++x) d += d_o[x] * o[x];
+        for (int x = 0; x < p->head_dim; ++x) dq[x] = 0.0f;
+        /* A row with no key has LSE -inf: exp(S - LSE) would be exp(+inf);
+         * its gradients are 0. */
+        if (n == 0) continue;
+        for (int j = 0; j < n; ++j) {
+          const float* k = row_f32(&p->k, b, hk, j);
+          const float* v = row_f32(&p->v, b, hk, j);
+          float dot = 0.0f, dp = 0.0f;
+          for (int x = 0; x < p->head_dim; ++x) dot += q[x] * k[x];
+          for (int x = 0; x < p->head_dim_v; ++x) dp += d_o[x] * v[x];
+          const float pij = expf(dot * p->scale - lse);
+          const float ds = pij * (dp - d);
+          float* dk = grad_row(&bp->dk, b, hk, j);
+          float* dv = grad_row(&bp->dv, b, hk, j);
+          for (int x = 0; x < p->head_dim; ++x) {
+            dq[x] += p->scale * ds * k[x];
+            dk[x] += p->scale * ds * q[x];
+          }
+          for (int x = 0; x < p->head_dim_v; ++x) dv[x] += pij * d_o[x];
+        }
+      }
+  }
+  return 0;
+}
+
 uint32_t attnfuzz_abi_version(void) { return PLUGIN_EXAMPLE_ABI_VERSION; }
 
 /* Optional: what `attnfuzz kernels` shows as the library under test. */
@@ -97,6 +157,24 @@ static const afz_kernel kPluginKernels[] = {{
 int attnfuzz_kernels(const afz_kernel** kernels, int* count) {
   *kernels = kPluginKernels;
   *count = (int)(sizeof kPluginKernels / sizeof kPluginKernels[0]);
+  return 0;
+}
+
+static const afz_backward_kernel kPluginBackwardKernels[] = {{
+    "example.naive_fp32",
+    "plugin example: the naive method's gradients in fp32 from the given LSE, dense BHSD fp32 only",
+    {AFZ_CAP_GQA, 1u << AFZ_F32, 1u << AFZ_F32, 1, 1024, 1, 0},
+    {.score_dtype = AFZ_F32, .p_dtype = AFZ_F32, .acc_dtype = AFZ_F32, .exp_ulps = 1.0f,
+     .flush_subnormals = 0, .l_from_unrounded_p = 1},
+    {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_NEG_INF},
+    NULL,
+    naive_backward_run,
+    NULL,
+}};
+
+int attnfuzz_backward_kernels(const afz_backward_kernel** kernels, int* count) {
+  *kernels = kPluginBackwardKernels;
+  *count = (int)(sizeof kPluginBackwardKernels / sizeof kPluginBackwardKernels[0]);
   return 0;
 }
 #endif

@@ -89,6 +89,7 @@ constexpr afz_dtype kDtypes[] = {AFZ_F32, AFZ_F16, AFZ_BF16, AFZ_F8E4M3};
 constexpr Layout kLayoutsAll[] = {Layout::BHSD, Layout::BSHD, Layout::PackedQKV};
 constexpr KvBroadcast kBroadcastsAll[] = {KvBroadcast::None, KvBroadcast::Heads, KvBroadcast::Batch};
 constexpr Poison kPoisonsAll[] = {Poison::NaN, Poison::Inf, Poison::None};
+constexpr Pass kPassesAll[] = {Pass::Fwd, Pass::Bwd, Pass::Both};
 constexpr afz_align kAlignsAll[] = {AFZ_ALIGN_TOP_LEFT, AFZ_ALIGN_BOTTOM_RIGHT};
 constexpr std::string_view kPrintable =
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 =:/.,-_#\t()[]'\"";
@@ -160,6 +161,7 @@ Case random_case(uint64_t seed) {
   c.row_gap = int(d.chance(100) ? kMaxRowGap : d.range(0, 20));
   c.kv_broadcast = d.pick(kBroadcastsAll);
   c.poison = d.pick(kPoisonsAll);
+  c.pass = d.pick(kPassesAll);
   if (c.layout == Layout::PackedQKV) c.head_dim_v = c.head_dim, c.kv_broadcast = KvBroadcast::None;
   c.values_q = random_distribution(d);
   c.values_k = d.chance(500) ? c.values_q : random_distribution(d);
@@ -218,6 +220,7 @@ TEST(CaseIo, EveryKeyReadsIntoItsField) {
   EXPECT_EQ(c.provenance, (std::vector<std::string>{"hand-written for tests/harness/case_io_test.cpp",
                                                      "a second one, indented with a tab"}));
   EXPECT_EQ(c.kernel, "cpu_tiled");
+  EXPECT_EQ(c.pass, Pass::Both);
   EXPECT_EQ(c.batch, 3);
   EXPECT_EQ(c.heads_q, 8);
   EXPECT_EQ(c.heads_kv, 2);
@@ -408,6 +411,7 @@ const ErrorCase kErrors[] = {
     {"attnfuzz-case 1\nlayout BHSD\n", 2, "layout", "layout must be one of bhsd, bshd, packed_qkv, got 'BHSD'"},
     {"attnfuzz-case 1\nkv_broadcast all\n", 2, "kv_broadcast", "must be one of none, heads, batch"},
     {"attnfuzz-case 1\npoison zero\n", 2, "poison", "must be one of nan, inf, none"},
+    {"attnfuzz-case 1\npass sideways\n", 2, "pass", "pass must be one of fwd, bwd, both, got 'sideways'"},
     {"attnfuzz-case 1\ncausal diagonal\n", 2, "causal", "alignment must be one of top_left, bottom_right"},
     {"attnfuzz-case 1\nwindow 1 1 left\n", 2, "window", "alignment must be one of"},
     {"attnfuzz-case 1\nkernel a\xff\n", 2, "kernel", "kernel name 'a\\xff' must be printable ASCII"},
@@ -659,7 +663,7 @@ TEST(CaseIo, FuzzDictionaryHoldsTheWholeVocabulary) {
   for (const TransformDef& t : transform_table()) EXPECT_TRUE(dict.count(t.name)) << t.name;
   for (const char* w : {"attnfuzz-case", "provenance:", "default", "top_left", "bottom_right", "bhsd", "bshd",
                         "packed_qkv", "none", "heads", "batch", "nan", "inf", "-inf", "lowest", "fp32", "fp16", "bf16",
-                        "fp8e4m3"})
+                        "fp8e4m3", "fwd", "bwd", "both"})
     EXPECT_TRUE(dict.count(w)) << w;
 }
 

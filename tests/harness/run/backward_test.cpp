@@ -14,6 +14,7 @@
 #include "harness/run/backward_runner.h"
 #include "kernels/abi/dtype.h"
 #include "kernels/cpu/backward_kernels.h"
+#include "kernels/registry.h"
 #include "oracles/backward_oracle.h"
 #include "oracles/oracle.h"
 
@@ -177,6 +178,54 @@ TEST(BackwardGate, EveryBackwardMutantIsKilled) {
     if (!row.expected_kill) continue;
     EXPECT_TRUE(row.killed) << row.kernel << " survived " << row.cases << " cases";
   }
+}
+
+// A saved failure records its pass: `pass bwd` round-trips, the default is
+// not written, so forward case files keep their text.
+TEST(BackwardCase, PassIsRecordedInCaseFiles) {
+  Case c = parse("pass bwd\nseed 1\n");
+  EXPECT_EQ(c.pass, Pass::Bwd);
+  EXPECT_NE(write_case(c).find("pass bwd\n"), std::string::npos);
+  EXPECT_EQ(parse_case(write_case(c), nullptr), c);
+  EXPECT_EQ(write_case(parse("seed 1\n")).find("pass"), std::string::npos);
+  EXPECT_EQ(parse_pass("both"), Pass::Both);
+  EXPECT_EQ(parse_pass("backward"), std::nullopt);
+  EXPECT_EQ(pass_name(Pass::Fwd), "fwd");
+}
+
+// The registry holds the built-in backward kernels beside the forward ones,
+// and a plugin's attnfuzz_backward_kernels: the example plugin's gradients,
+// under its forward kernel's name, pass where it declares support, and a
+// backward mutant of the registry fails the same case.
+TEST(BackwardKernel, RegistryHoldsBuiltinAndPluginBackwardKernels) {
+  KernelRegistry r = KernelRegistry::with_builtins();
+  ASSERT_NE(r.find_backward("cpu.bwd.fa2"), nullptr);
+  EXPECT_EQ(r.backward_entry("cpu.bwd.fa2")->origin, "builtin");
+  EXPECT_EQ(r.backward_entry("cpu.bwd.mutant.lse_log2")->origin, "mutant");
+  EXPECT_EQ(r.find_backward("cpu.tiled"), nullptr);  // a forward kernel only
+  const auto fast = make_fast_backward_oracle();
+  const auto precise = make_escalation_backward_oracle();
+  const Case c = parse("heads 4 2\nseqlen_q 7\nseqlen_k 11\nhead_dim 16\ndtype fp32\nseed 9\n");
+  EXPECT_EQ(run_backward_case(*r.find_backward("cpu.bwd.mutant.lse_log2"), c, *fast, precise.get()).verdict.cls,
+            VerdictClass::NumericMismatch);
+#if defined(ATTNFUZZ_PLUGIN_EXAMPLE)
+  std::string error;
+  ASSERT_TRUE(r.load_library(ATTNFUZZ_PLUGIN_EXAMPLE, &error)) << error;
+  const afz_backward_kernel* k = r.find_backward("example.naive_fp32");
+  ASSERT_NE(k, nullptr);
+  ASSERT_NE(r.find("example.naive_fp32"), nullptr);  // `--pass both` pairs them by name
+  EXPECT_EQ(r.backward_entry("example.naive_fp32")->origin, ATTNFUZZ_PLUGIN_EXAMPLE);
+  EXPECT_EQ(r.backward_entry("example.naive_fp32")->version, "plugin example 1.0 (libm expf)");
+  const Verdict v = run_backward_case(*k, c, *fast, precise.get()).verdict;
+  EXPECT_EQ(v.cls, VerdictClass::Pass) << v.detail;
+  EXPECT_GT(v.elements, 0);
+  EXPECT_EQ(v.worst.tensor.substr(0, 1), "d");  // the worst element names its gradient
+  // What it does not declare is unsupported, never a failure.
+  EXPECT_EQ(run_backward_case(*k, parse("dtype bf16\nseed 1\n"), *fast, precise.get()).verdict.cls,
+            VerdictClass::Unsupported);
+  // Loaded twice: its backward kernel's name is taken too.
+  EXPECT_FALSE(r.load_library(ATTNFUZZ_PLUGIN_EXAMPLE, &error));
+#endif
 }
 
 }  // namespace
