@@ -13,6 +13,7 @@
 
 #include "harness/campaign/corpus.h"
 #include "harness/campaign/stop_request.h"
+#include "harness/run/backward_runner.h"
 #include "harness/case/case_file.h"
 #include "harness/judge/signature.h"
 
@@ -519,15 +520,22 @@ ReplayResult replay_corpus(const ReplayOptions& o, const KernelRegistry& registr
     files.insert(files.end(), listed->begin(), listed->end());
     r.run.corpus += (r.run.corpus.empty() ? "" : " ") + dir;
   }
-  auto slot_of = [&](const CampaignKernel& k) {
+  // One report slot per (kernel, pass): a backward kernel reads "NAME [bwd]",
+  // apart from a forward kernel of the same name.
+  auto slot_for = [&](const std::string& name, const std::string& origin, const char* description,
+                      const afz_conventions& conv, const std::string& pass) {
     for (size_t n = 0; n < r.kernels.size(); ++n)
-      if (r.kernels[n].name == k.kernel->name) return n;
-    r.kernels.push_back({k.kernel->name, k.origin, k.kernel->description ? k.kernel->description : "",
-                         masked_row_name(k.kernel->conventions.masked_row_output),
-                         empty_lse_name(k.kernel->conventions.empty_lse), 0});
+      if (r.kernels[n].name == name) return n;
+    r.kernels.push_back({name, origin, description ? description : "", masked_row_name(conv.masked_row_output),
+                         empty_lse_name(conv.empty_lse), 0});
+    r.kernels.back().pass = pass;
     return r.kernels.size() - 1;
   };
+  auto slot_of = [&](const CampaignKernel& k) {
+    return slot_for(k.kernel->name, k.origin, k.kernel->description, k.kernel->conventions, "");
+  };
   for (const CampaignKernel& k : o.kernels) slot_of(k);
+  std::unique_ptr<BackwardOracle> backward_fast, backward_precise;
   for (const std::string& file : files) {
     std::string error;
     std::optional<Case> c = load_case_file(file, &error);
@@ -536,14 +544,34 @@ ReplayResult replay_corpus(const ReplayOptions& o, const KernelRegistry& registr
       res.bad_input = true;
       continue;
     }
-    std::vector<CampaignKernel> kernels = o.kernels;
-    if (kernels.empty()) {
-      for (const KernelEntry& e : registry.entries())
-        if (c->kernel == e.kernel->name) kernels.push_back({e.kernel, e.origin});
+    const Pass pass = o.pass.value_or(c->pass);
+    std::vector<CampaignKernel> kernels;
+    if (pass != Pass::Bwd) {
+      kernels = o.kernels;
       if (kernels.empty()) {
-        say(err, file + ": field 'kernel': " +
-                     (c->kernel.empty() ? "the file names no kernel" : "unknown kernel '" + c->kernel + "'") +
-                     " (pass --kernel)");
+        for (const KernelEntry& e : registry.entries())
+          if (c->kernel == e.kernel->name) kernels.push_back({e.kernel, e.origin});
+        if (kernels.empty()) {
+          say(err, file + ": field 'kernel': " +
+                       (c->kernel.empty() ? "the file names no kernel" : "unknown kernel '" + c->kernel + "'") +
+                       " (pass --kernel)");
+          res.bad_input = true;
+          continue;
+        }
+      }
+    }
+    std::vector<const BackwardKernelEntry*> backward;
+    if (pass != Pass::Fwd) {
+      // Kernels named on the command line replace the file's own, for both passes.
+      const bool named = !o.kernels.empty() || !o.backward_kernels.empty();
+      const std::vector<std::string> names = named ? o.backward_kernels : std::vector<std::string>{c->kernel};
+      for (const std::string& name : names)
+        if (const BackwardKernelEntry* e = registry.backward_entry(name)) backward.push_back(e);
+      if (backward.empty()) {
+        const std::string why = named              ? "none of the kernels named is a backward kernel"
+                                : c->kernel.empty() ? "the file names no kernel"
+                                                    : "no backward kernel '" + c->kernel + "'";
+        say(err, fmt::format("{}: field 'kernel': {} for pass {} (pass --kernel)", file, why, pass_name(pass)));
         res.bad_input = true;
         continue;
       }
@@ -552,23 +580,13 @@ ReplayResult replay_corpus(const ReplayOptions& o, const KernelRegistry& registr
     ReportCase rc;
     rc.index = int64_t(r.cases.size());
     rc.generator = "corpus";
-    for (const CampaignKernel& k : kernels) {
-      const size_t slot = slot_of(k);
-      CaseOutcome outcome;
-      try {
-        outcome = runner.run(*k.kernel, *c);
-      } catch (const std::exception& e) {
-        say(err, file + ": " + e.what());
-        res.bad_input = true;
-        continue;
-      }
-      const Verdict& v = outcome.verdict;
-      r.kernels[slot].kernel_s += outcome.timing.kernel;
-      r.timing.generate_s += outcome.timing.generate;
-      r.timing.oracle_s += outcome.timing.oracle;
-      r.timing.kernel_s += outcome.timing.kernel;
-      r.timing.judge_s += outcome.timing.judge;
-      ReportCell& cell = r.cell(k.kernel->name, "corpus");
+    // What a repro of a failure needs beyond the file: the failing pass alone
+    // where the file records another, the kernel when the run named one.
+    auto tally = [&](size_t slot, const std::string& kernel, Pass failing_pass, const std::string& kernel_flag,
+                     const Verdict& v) {
+      const std::string pass_flag =
+          failing_pass == c->pass ? "" : "--pass " + std::string(pass_name(failing_pass)) + " ";
+      ReportCell& cell = r.cell(kernel, "corpus");
       ++cell.cases;
       ++cell.by_verdict[size_t(v.cls)];
       rc.verdicts.resize(r.kernels.size(), VerdictClass::Unsupported);
@@ -576,14 +594,14 @@ ReplayResult replay_corpus(const ReplayOptions& o, const KernelRegistry& registr
       ++res.runs;
       res.passed += v.cls == VerdictClass::Pass;
       res.unsupported += v.cls == VerdictClass::Unsupported;
-      if (v.cls != VerdictClass::Unsupported) r.add_error_stats(k.kernel->name, v);
+      if (v.cls != VerdictClass::Unsupported) r.add_error_stats(kernel, v);
       if (o.verbose || is_failure(v.cls))
-        say(out, fmt::format("{}: {}: {}{}", file, k.kernel->name, verdict_name(v.cls),
+        say(out, fmt::format("{}: {}: {}{}", file, kernel, verdict_name(v.cls),
                              v.detail.empty() ? "" : " (" + v.detail + ")"));
-      if (!is_failure(v.cls)) continue;
+      if (!is_failure(v.cls)) return;
       ++res.failed;
       ReportFailure f;
-      f.kernel = k.kernel->name;
+      f.kernel = kernel;
       f.verdict = v.cls;
       f.signature = provenance_value(*c, kProvSignature);
       if (f.signature.empty()) f.signature = signature_of(f.kernel, v.cls, *c).text();
@@ -594,11 +612,47 @@ ReplayResult replay_corpus(const ReplayOptions& o, const KernelRegistry& registr
       f.detail = v.detail;
       f.worst = v.worst;
       f.case_file = file;
-      f.repro = "attnfuzz repro " + (o.kernels.empty() ? "" : "--kernel " + f.kernel + " ") + file;
+      f.repro = "attnfuzz repro " + pass_flag + kernel_flag + file;
       f.case_text = write_case(*c);
       if (v.worst.valid) say(out, "  worst " + v.worst.format());
       say(out, "  repro: " + f.repro);
       r.failures.push_back(std::move(f));
+    };
+    for (const CampaignKernel& k : kernels) {
+      const size_t slot = slot_of(k);
+      CaseOutcome outcome;
+      try {
+        outcome = runner.run(*k.kernel, *c);
+      } catch (const std::exception& e) {
+        say(err, file + ": " + e.what());
+        res.bad_input = true;
+        continue;
+      }
+      r.kernels[slot].kernel_s += outcome.timing.kernel;
+      r.timing.generate_s += outcome.timing.generate;
+      r.timing.oracle_s += outcome.timing.oracle;
+      r.timing.kernel_s += outcome.timing.kernel;
+      r.timing.judge_s += outcome.timing.judge;
+      tally(slot, k.kernel->name, Pass::Fwd,
+            o.kernels.empty() ? "" : "--kernel " + std::string(k.kernel->name) + " ", outcome.verdict);
+    }
+    for (const BackwardKernelEntry* e : backward) {
+      const std::string name = std::string(e->kernel->name) + " [bwd]";
+      const size_t slot = slot_for(name, e->origin, e->kernel->description, e->kernel->conventions, "bwd");
+      if (!backward_fast) {
+        backward_fast = make_fast_backward_oracle();
+        backward_precise = make_escalation_backward_oracle();
+      }
+      BackwardOutcome outcome;
+      try {
+        outcome = run_backward_case(*e->kernel, *c, *backward_fast, backward_precise.get());
+      } catch (const std::exception& ex) {
+        say(err, file + ": " + ex.what());
+        res.bad_input = true;
+        continue;
+      }
+      tally(slot, name, Pass::Bwd,
+            o.backward_kernels.empty() ? "" : "--kernel " + std::string(e->kernel->name) + " ", outcome.verdict);
     }
     rc.verdicts.resize(r.kernels.size(), VerdictClass::Unsupported);
     r.cases.push_back(std::move(rc));

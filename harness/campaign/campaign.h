@@ -77,6 +77,10 @@ Report run_campaign(const CampaignOptions& options, const Runner& runner);
 struct ReplayOptions {
   std::vector<std::string> dirs;
   std::vector<CampaignKernel> kernels;  // empty: each file's own kernel
+  // The backward kernels of a file's backward pass, by name; empty: the one
+  // named like the file's kernel.
+  std::vector<std::string> backward_kernels;
+  std::optional<Pass> pass;             // overrides the pass each file records
   bool verbose = false;                 // print passes too, not only failures
   std::string command;
 };

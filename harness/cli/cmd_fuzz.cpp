@@ -19,6 +19,22 @@
 
 namespace afz::cli {
 
+namespace {
+
+// "a,b" "c" -> a, b, c (empty names dropped).
+std::vector<std::string> kernel_names(const std::vector<std::string>& specs) {
+  std::vector<std::string> out;
+  for (const std::string& spec : specs)
+    for (size_t start = 0; start <= spec.size();) {
+      const size_t comma = std::min(spec.find(',', start), spec.size());
+      if (comma > start) out.push_back(spec.substr(start, comma - start));
+      start = comma + 1;
+    }
+  return out;
+}
+
+}  // namespace
+
 // "all" (every kernel but the deliberately broken mutants), a name, or a
 // comma-separated list of both.
 std::vector<CampaignKernel> resolve_kernels(const KernelRegistry& reg, const std::vector<std::string>& specs) {
@@ -28,26 +44,37 @@ std::vector<CampaignKernel> resolve_kernels(const KernelRegistry& reg, const std
       if (k.kernel == e.kernel) return;
     out.push_back({e.kernel, e.origin});
   };
-  for (const std::string& spec : specs) {
-    size_t start = 0;
-    while (start <= spec.size()) {
-      const size_t comma = std::min(spec.find(',', start), spec.size());
-      const std::string name = spec.substr(start, comma - start);
-      start = comma + 1;
-      if (name.empty()) continue;
-      if (name == "all") {
-        for (const KernelEntry& e : reg.entries())
-          if (in_all_kernels(e.origin)) add(e);
-        continue;
-      }
-      const KernelEntry* found = nullptr;
+  for (const std::string& name : kernel_names(specs)) {
+    if (name == "all") {
       for (const KernelEntry& e : reg.entries())
-        if (name == e.kernel->name) found = &e;
-      if (!found) throw BadInput{"--kernel: unknown kernel '" + name + "' (see `attnfuzz kernels`)"};
-      add(*found);
+        if (in_all_kernels(e.origin)) add(e);
+      continue;
     }
+    const KernelEntry* found = reg.entry(name);
+    if (!found) throw BadInput{"--kernel: unknown kernel '" + name + "' (see `attnfuzz kernels`)"};
+    add(*found);
   }
   if (out.empty()) throw BadInput{"--kernel: no kernel named"};
+  return out;
+}
+
+std::vector<std::string> resolve_backward_kernels(const KernelRegistry& reg, const std::vector<std::string>& specs,
+                                                  bool all_must_exist) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& name) {
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  };
+  for (const std::string& name : kernel_names(specs)) {
+    if (name == "all") {
+      for (const BackwardKernelEntry& e : reg.backward_entries())
+        if (in_all_kernels(e.origin)) add(e.kernel->name);
+    } else if (reg.find_backward(name)) {
+      add(name);
+    } else if (all_must_exist) {
+      throw BadInput{"--kernel: no backward kernel '" + name + "' (see `attnfuzz kernels`)"};
+    }
+  }
+  if (all_must_exist && out.empty()) throw BadInput{"--kernel: no backward kernel named"};
   return out;
 }
 
@@ -196,6 +223,7 @@ int run_fuzz(const Globals& g, const FuzzArgs& a) {
 struct ReplayArgs {
   std::vector<std::string> dirs;
   std::vector<std::string> kernels;
+  std::string pass;  // "": each file's own
   std::string out;
   bool verbose = false;
 };
@@ -204,7 +232,23 @@ int run_replay(const Globals& g, const ReplayArgs& a) {
   const KernelRegistry reg = g.registry();
   ReplayOptions o;
   o.dirs = a.dirs;
-  if (!a.kernels.empty()) o.kernels = resolve_kernels(reg, a.kernels);
+  if (!a.pass.empty()) {
+    o.pass = parse_pass(a.pass);
+    if (!o.pass) throw BadInput{"--pass: expected fwd, bwd or both, got '" + a.pass + "'"};
+  }
+  // --kernel names forward kernels, and the backward kernels of the same
+  // names for files (or a --pass) that run the backward pass; under
+  // --pass bwd, backward kernels only.
+  if (!a.kernels.empty()) {
+    o.backward_kernels = resolve_backward_kernels(reg, a.kernels, /*all_must_exist=*/o.pass == Pass::Bwd);
+    if (o.pass != Pass::Bwd) {
+      // A name that is only a backward kernel serves the backward pass alone.
+      std::vector<std::string> forward;
+      for (const std::string& name : kernel_names(a.kernels))
+        if (reg.find(name) || !reg.find_backward(name)) forward.push_back(name);
+      if (!forward.empty()) o.kernels = resolve_kernels(reg, forward);
+    }
+  }
   o.verbose = a.verbose;
   o.command = g.command_line;
   const Runner runner(g.run_options());
@@ -261,6 +305,7 @@ Action add_replay_command(CLI::App& app, Globals& g) {
   auto a = std::make_shared<ReplayArgs>();
   sub->add_option("dirs", a->dirs, "corpus folders (their *.case files)")->required();
   sub->add_option("--kernel,-k", a->kernels, "run against these kernels (name, list, 'all') instead of each file's");
+  sub->add_option("--pass", a->pass, "fwd, bwd or both for every file, instead of the pass each file records");
   sub->add_option("--out,-o", a->out, "report folder (report.json, report.html, junit.xml, results.sarif)");
   sub->add_flag("--verbose,-v", a->verbose, "print every verdict, not only failures");
   return [&g, a]() { return run_replay(g, *a); };

@@ -45,6 +45,10 @@ Action add_conventions_command(CLI::App& app, Globals& g);  // cmd_conventions.c
 // Shared by fuzz and audit (cmd_fuzz.cpp).
 // "all" (every non-mutant kernel), a name, or a comma list of both.
 std::vector<CampaignKernel> resolve_kernels(const KernelRegistry& reg, const std::vector<std::string>& specs);
+// The same specs as backward kernel names ('all': every non-mutant one);
+// names that are no backward kernel are skipped, or BadInput if all_must_exist.
+std::vector<std::string> resolve_backward_kernels(const KernelRegistry& reg, const std::vector<std::string>& specs,
+                                                  bool all_must_exist);
 // "90", "90s", "5m", "1.5h" -> seconds; BadInput otherwise.
 double parse_duration(const std::string& s);
 // The end-of-run table of kernel x class counts, failures and timings.

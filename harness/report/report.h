@@ -25,7 +25,8 @@
 //   kernels:    [{name, origin, description, conventions {masked_row_output: zero|nan,
 //               empty_lse: -inf|+inf|nan}, kernel_s, split (optional: {calls, compile_calls,
 //               compile_s, run_s, copy_s}, the library's own split of kernel_s, e.g. the Python
-//               bridge's first calls per shape, compilation included)}]
+//               bridge's first calls per shape, compilation included), pass (optional: "bwd"
+//               for a backward kernel's dQ, dK, dV, named "NAME [bwd]")}]
 //   generators: [{name, weight, cases}]
 //   counts:     [{kernel, generator, cases, pass, unsupported, failed,
 //               by_verdict {VERDICT: n, ...}}]  one per kernel x class that ran
@@ -127,6 +128,9 @@ struct ReportKernel {
   std::string empty_lse;          // "-inf" | "+inf" | "nan"
   double kernel_s = 0;
   std::optional<ReportKernelSplit> split;  // only from libraries that keep one
+  // "bwd": a backward kernel's dQ, dK, dV (its name then reads "NAME [bwd]",
+  // so it stays apart from a forward kernel of the same name); "" forward.
+  std::string pass;
 };
 
 // The split over a run: the library's totals at its end less those at its start.

@@ -320,6 +320,8 @@ std::string report_to_json(const Report& r) {
                             {"conventions", {{"masked_row_output", k.masked_row_output}, {"empty_lse", k.empty_lse}}},
                             {"kernel_s", k.kernel_s}});
   for (size_t i = 0; i < r.kernels.size(); ++i)
+    if (!r.kernels[i].pass.empty()) j["kernels"][i]["pass"] = r.kernels[i].pass;
+  for (size_t i = 0; i < r.kernels.size(); ++i)
     if (const auto& s = r.kernels[i].split)
       j["kernels"][i]["split"] = {{"calls", s->calls}, {"compile_calls", s->compile_calls}, {"compile_s", s->compile_s},
                                   {"run_s", s->run_s}, {"copy_s", s->copy_s}};
@@ -654,6 +656,7 @@ std::optional<Report> report_from_json(std::string_view text, std::string* error
       rd.get(*c, "empty_lse", o.empty_lse);
     }
     rd.get(k, "kernel_s", o.kernel_s);
+    rd.get(k, "pass", o.pass);
     if (auto s = k.find("split"); s != k.end() && s->is_object()) {
       ReportKernelSplit split;
       rd.get(*s, "calls", split.calls);

@@ -215,5 +215,53 @@ TEST_F(ResumeFixture, ReplayExitCodes) {
   EXPECT_EQ(replay_corpus(o, registry, runner, nullptr, nullptr).exit_code(), 2);
 }
 
+// Replay runs each file through the pass it records: a saved backward
+// failure fails again under its backward kernel, reported as "NAME [bwd]"
+// with pass "bwd"; --pass and named backward kernels override the file.
+TEST(Replay, RunsEachFileThroughItsPass) {
+  TempDir dir("afz-corpus-replay-pass");
+  fs::create_directories(dir.path);
+  const KernelRegistry registry = KernelRegistry::with_builtins();
+  const Runner runner{RunOptions{}};
+  std::string error;
+  Case c = small(5);
+  c.kernel = "cpu.bwd.mutant.lse_log2";
+  c.pass = Pass::Bwd;
+  ASSERT_TRUE(save_case_file((dir.path / "bwd.case").string(), c, &error)) << error;
+
+  ReplayOptions o;
+  o.dirs = {dir.str()};
+  const ReplayResult saved = replay_corpus(o, registry, runner, nullptr, nullptr);
+  EXPECT_EQ(saved.exit_code(), 1);
+  ASSERT_EQ(saved.report.kernels.size(), 1u);
+  EXPECT_EQ(saved.report.kernels[0].name, "cpu.bwd.mutant.lse_log2 [bwd]");
+  EXPECT_EQ(saved.report.kernels[0].pass, "bwd");
+  ASSERT_EQ(saved.report.failures.size(), 1u);
+  EXPECT_EQ(saved.report.failures[0].repro, "attnfuzz repro " + (dir.path / "bwd.case").string());
+
+  // The reference backward kernel named instead: it passes.
+  o.backward_kernels = {"cpu.bwd.fa2"};
+  EXPECT_EQ(replay_corpus(o, registry, runner, nullptr, nullptr).exit_code(), 0);
+
+  // --pass fwd: the file's kernel is no forward kernel, a one-line bad input.
+  o.backward_kernels.clear();
+  o.pass = Pass::Fwd;
+  EXPECT_EQ(replay_corpus(o, registry, runner, nullptr, nullptr).exit_code(), 2);
+
+  // --pass both with a forward and a backward kernel: both run, and the
+  // backward failure's repro asks for the backward pass alone.
+  o.pass = Pass::Both;
+  o.kernels = {{registry.find("cpu.tiled"), "builtin"}};
+  o.backward_kernels = {"cpu.bwd.mutant.lse_log2"};
+  c.pass = Pass::Fwd;
+  ASSERT_TRUE(save_case_file((dir.path / "bwd.case").string(), c, &error)) << error;
+  const ReplayResult both = replay_corpus(o, registry, runner, nullptr, nullptr);
+  EXPECT_EQ(both.runs, 2);
+  EXPECT_EQ(both.passed, 1);
+  ASSERT_EQ(both.report.failures.size(), 1u);
+  EXPECT_EQ(both.report.failures[0].repro,
+            "attnfuzz repro --pass bwd --kernel cpu.bwd.mutant.lse_log2 " + (dir.path / "bwd.case").string());
+}
+
 }  // namespace
 }  // namespace afz

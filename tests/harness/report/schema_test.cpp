@@ -7,6 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
+#include "harness/campaign/campaign.h"
 #include "harness/case/generators.h"
 #include "tests/harness/report/json_schema.h"
 #include "tests/harness/report/report_fixture.h"
@@ -78,6 +81,31 @@ TEST(ReportSchema, RealCampaignReportValidates) {
   const std::vector<std::string> problems = v.validate(doc);
   for (const std::string& p : problems) ADD_FAILURE() << p;
   EXPECT_TRUE(doc.contains("error_stats") && doc.contains("audits") && doc.contains("mutants"));
+}
+
+// A replay of a saved backward failure: its kernel entry carries pass
+// "bwd", which the schema takes and the reader reads back.
+TEST(ReportSchema, BackwardReplayReportValidatesAndReads) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("afz-schema-bwd-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  ReplayOptions o;
+  o.dirs = {dir.string()};
+  o.backward_kernels = {"cpu.bwd.mutant.lse_log2"};
+  std::ofstream(dir / "a.case") << "attnfuzz-case 1\npass bwd\nheads 2 1\nseqlen_q 5\nseqlen_k 9\nhead_dim 8\n"
+                                   "dtype bf16\nseed 3\n";
+  const ReplayResult res =
+      replay_corpus(o, KernelRegistry::with_builtins(), Runner{RunOptions{}}, nullptr, nullptr);
+  fs::remove_all(dir);
+  ASSERT_EQ(res.failed, 1);
+  const std::string text = report_to_json(res.report);
+  SchemaValidator v(schema());
+  for (const std::string& p : v.validate(Json::parse(text))) ADD_FAILURE() << p;
+  std::string error;
+  const std::optional<Report> back = report_from_json(text, &error);
+  ASSERT_TRUE(back) << error;
+  ASSERT_EQ(back->kernels.size(), 1u);
+  EXPECT_EQ(back->kernels[0].pass, "bwd");
 }
 
 // The committed example (reports/examples/campaign) stays readable and valid.
