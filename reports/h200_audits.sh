@@ -47,8 +47,10 @@ python3 -c 'import torch,jax,triton;print("torch",torch.__version__,"cudnn",torc
 # (stop_request.h); the KILL 40 s later is for a harness that does not answer.
 audit() {  # name jobs minimize_s kernels [--kernel-lib ...]
   local name=$1 jobs=$2 min_s=$3 kernels=$4; shift 4
+  # The sweep's minimizations hold every job: a sixth of the sweep for them.
   ( timeout -k 40 $((sweep_s + 100)) $AF "$@" audit --kernel "$kernels" --time 30 --sweep-time $sweep_s \
-      --shard $shard --jobs $jobs --minimize-time $min_s --out "$R/$name" > "$R/$name.log" 2>&1
+      --shard $shard --jobs $jobs --minimize-time $min_s --minimize-budget $((sweep_s / 6)) \
+      --out "$R/$name" > "$R/$name.log" 2>&1
     echo "$name audit rc=$?" >> "$R/$name.log" ) &
   pids+=($!)
 }

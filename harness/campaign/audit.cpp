@@ -387,6 +387,7 @@ class Audit {
   std::vector<std::optional<afz_kernel_timing>> timing_at_start_;
   std::set<std::string> failing_classes_;
   std::map<std::tuple<size_t, VerdictClass, size_t>, int> minimized_;  // kernel, verdict, class
+  int64_t unminimized_by_budget_ = 0;  // new signatures saved as generated: the budget was spent
   int64_t sweep_cases_ = 0, fuzz_cases_ = 0;
 };
 
@@ -472,7 +473,9 @@ std::string Audit::failure(size_t k, const SweepWork& w, VerdictClass cls, int64
   // small: the sweep's work budget).
   Stopwatch minimize_time;
   MinimizeResult mr;
-  if (minimized_[{k, cls, g}]++ < kMaxMinimizedPerColumn) {
+  const bool budget_left = o_.minimize_budget_s <= 0 || report_.timing.minimize_s < o_.minimize_budget_s;
+  if (!budget_left) ++unminimized_by_budget_;
+  if (budget_left && minimized_[{k, cls, g}]++ < kMaxMinimizedPerColumn) {
     mr = minimize_case(w.c, still_fails, o_.minimize_options);
   } else {
     mr.best = w.c;
@@ -713,6 +716,11 @@ Report Audit::run() {
       if (o_.on_sweep_progress && i % per_cell == per_cell - 1) o_.on_sweep_progress(i / per_cell - begin + 1, end - begin);
     }
   }
+  if (unminimized_by_budget_ > 0)
+    for (ReportAudit& a : report_.audits)
+      a.notes.push_back(fmt::format("minimization budget of {:g} s spent: {} new raw signatures kept their "
+                                    "cases as generated",
+                                    o_.minimize_budget_s, unminimized_by_budget_));
   // Matrix order in the report, whatever order the sweep took.
   for (ReportAudit& a : report_.audits) {
     std::map<std::string, size_t> row_at, column_at;
@@ -806,7 +814,9 @@ std::vector<std::string> audit_summary(const Report& r) {
       if (!line.empty()) out.push_back("  unsupported cases by reason: " + line);
     }
     for (const std::string& note : a.notes)
-      out.push_back(note.rfind("sweep stopped", 0) == 0 ? "  " + note : "  conventions differ: " + note);
+      out.push_back(note.rfind("sweep stopped", 0) == 0 || note.rfind("minimization budget", 0) == 0
+                        ? "  " + note
+                        : "  conventions differ: " + note);
   }
   return out;
 }

@@ -75,6 +75,12 @@ struct AuditOptions {
   int jobs = 1;
   std::string corpus_dir;      // "": failures are reported, not saved
   MinimizeOptions minimize_options;
+  // The sweep's minimizations, summed, stop past this many seconds (<= 0:
+  // no limit): a minimization runs on the sweep's thread and holds every job
+  // (on the H200, cuDNN's audit spent 248 s of its 314 s wall minimizing).
+  // Later failing cells keep their case as generated, a valid repro, and
+  // each matrix notes how many did.
+  double minimize_budget_s = 0;
   std::string command;
   // Sweep shards: this process runs the cells [K*cells/N, (K+1)*cells/N).
   int shard = 0, shards = 1;

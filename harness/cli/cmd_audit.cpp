@@ -32,6 +32,7 @@ struct AuditArgs {
   int jobs = 0;
   int minimize_runs = MinimizeOptions{}.max_runs;
   double minimize_time = MinimizeOptions{}.max_seconds;
+  double minimize_budget = 0;
 };
 
 int run_audit_command(const Globals& g, const AuditArgs& a) {
@@ -46,6 +47,7 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
   o.corpus_dir = !a.corpus.empty() ? a.corpus : a.out + "/corpus";
   o.minimize_options.max_runs = a.minimize_runs;
   o.minimize_options.max_seconds = a.minimize_time;
+  o.minimize_budget_s = a.minimize_budget;
   o.command = g.command_line;
   if (!a.shard.empty()) {
     std::string error;
@@ -128,6 +130,11 @@ Action add_audit_command(CLI::App& app, Globals& g) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
   sub->add_option("--minimize-time", a->minimize_time, "seconds per minimization")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--minimize-budget", a->minimize_budget,
+                  "seconds for all the sweep's minimizations together (they hold the sweep); past it, new "
+                  "failures keep their cases as generated (0: no limit)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   return [&g, a]() { return run_audit_command(g, *a); };

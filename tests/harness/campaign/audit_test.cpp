@@ -217,6 +217,39 @@ TEST(Audit, FailingCellsHaveRepros) {
   }
 }
 
+// Past the minimization budget, new failures keep their cases as generated
+// (still failing repros), the matrix says how many, and the cells are the
+// same as with unlimited minimization.
+TEST(Audit, MinimizationBudgetKeepsTheSweepGoing) {
+  const afz_kernel bad = narrow(testing::mutant_kernel(), "bad");
+  const Runner runner(RunOptions{});
+  const Report unlimited = run_audit(options({&bad}, kNoMaskShard), runner);
+  AuditOptions o = options({&bad}, kNoMaskShard, testing::temp_folder("audit-budget"));
+  o.minimize_budget_s = 1e-9;  // spent by the first minimization
+  const Report r = run_audit(o, runner);
+  ASSERT_GE(r.failures.size(), 2u);
+  EXPECT_LT(r.failures[0].minimize.to_elements, r.failures[0].minimize.from_elements);
+  int64_t kept = 0;
+  for (size_t i = 1; i < r.failures.size(); ++i) {
+    EXPECT_EQ(r.failures[i].minimize.to_elements, r.failures[i].minimize.from_elements);
+    std::string error;
+    const std::optional<Case> saved = load_case_file(r.failures[i].case_file, &error);
+    ASSERT_TRUE(saved) << error;
+    EXPECT_TRUE(is_failure(runner.run(bad, *saved).verdict.cls)) << r.failures[i].case_file;
+    ++kept;
+  }
+  ASSERT_FALSE(r.audits[0].notes.empty());
+  // Each failure past the first came from a raw signature that was not minimized.
+  const std::string& note = r.audits[0].notes.back();
+  const std::string prefix = "minimization budget of 1e-09 s spent: ";
+  ASSERT_EQ(note.rfind(prefix, 0), 0u) << note;
+  EXPECT_GE(std::stoll(note.substr(prefix.size())), kept) << note;
+  EXPECT_NE(note.find(" new raw signatures kept their cases as generated"), std::string::npos) << note;
+  ASSERT_EQ(r.audits[0].cells.size(), unlimited.audits[0].cells.size());
+  for (size_t i = 0; i < r.audits[0].cells.size(); ++i)
+    EXPECT_EQ(r.audits[0].cells[i].status, unlimited.audits[0].cells[i].status);
+}
+
 TEST(Audit, NotesWhereDeclaredConventionsDiffer) {
   afz_kernel zero = narrow(testing::correct_kernel(), "zero_rows", AFZ_CAP_ADD_MASK);
   afz_kernel nan_rows = zero;
