@@ -387,7 +387,7 @@ class Audit {
   std::vector<std::optional<afz_kernel_timing>> timing_at_start_;
   std::set<std::string> failing_classes_;
   std::map<std::tuple<size_t, VerdictClass, size_t>, int> minimized_;  // kernel, verdict, class
-  int64_t unminimized_by_budget_ = 0;  // new signatures saved as generated: the budget was spent
+  int64_t unminimized_by_budget_ = 0;  // new raw signatures saved as generated: the budget was spent
   int64_t sweep_cases_ = 0, fuzz_cases_ = 0;
 };
 
