@@ -115,6 +115,23 @@ std::string one_line(const char* s) {
   return out;
 }
 
+// Why a plugin's kernel table (forward or backward) cannot be registered,
+// "" when it can: a kernel without a name or run function, or a name taken
+// within the table or already registered (`taken` gives that origin).
+template <typename Kernel, typename Taken>
+std::string table_problem(const Kernel* ks, int n, const std::string& what, Taken taken) {
+  std::set<std::string> names;
+  for (int i = 0; i < n; ++i) {
+    const Kernel& k = ks[i];
+    if (!k.name || !*k.name) return what + " #" + std::to_string(i) + " has no name";
+    if (!k.run) return what + " " + k.name + " has no run function";
+    if (!names.insert(k.name).second) return "duplicate " + what + " name " + k.name + " within the library";
+    if (const std::string* origin = taken(k.name))
+      return "duplicate " + what + " name " + k.name + " (already from " + *origin + ")";
+  }
+  return "";
+}
+
 }  // namespace
 
 // "path#config": the path is the whole spec when that is a file (a '#' in a
@@ -191,28 +208,12 @@ bool KernelRegistry::load_library(const std::string& spec, std::string* error) {
 
   // Check everything before adding anything: a rejected library leaves the
   // registry as it was.
-  std::set<std::string> names;
-  for (int i = 0; i < count; ++i) {
-    const afz_kernel& k = kernels[i];
-    if (!k.name || !*k.name) return fail_closed("kernel #" + std::to_string(i) + " has no name");
-    if (!k.run) return fail_closed(std::string("kernel ") + k.name + " has no run function");
-    if (!names.insert(k.name).second)
-      return fail_closed(std::string("duplicate kernel name ") + k.name + " within the library");
-    for (const KernelEntry& e : entries_)
-      if (e.kernel->name == std::string_view(k.name))
-        return fail_closed(std::string("duplicate kernel name ") + k.name + " (already from " + e.origin + ")");
-  }
-  std::set<std::string> backward_names;
-  for (int i = 0; i < backward_count; ++i) {
-    const afz_backward_kernel& k = backward[i];
-    if (!k.name || !*k.name) return fail_closed("backward kernel #" + std::to_string(i) + " has no name");
-    if (!k.run) return fail_closed(std::string("backward kernel ") + k.name + " has no run function");
-    if (!backward_names.insert(k.name).second)
-      return fail_closed(std::string("duplicate backward kernel name ") + k.name + " within the library");
-    if (const BackwardKernelEntry* e = backward_entry(k.name))
-      return fail_closed(std::string("duplicate backward kernel name ") + k.name + " (already from " + e->origin +
-                         ")");
-  }
+  const auto origin_of = [](const auto* entry) { return entry ? &entry->origin : nullptr; };
+  std::string why = table_problem(kernels, count, "kernel", [&](const char* n) { return origin_of(entry(n)); });
+  if (why.empty())
+    why = table_problem(backward, backward_count, "backward kernel",
+                        [&](const char* n) { return origin_of(backward_entry(n)); });
+  if (!why.empty()) return fail_closed(why);
   add_all(kernels, count > 0 ? count : 0, spec, version);
   for (int i = 0; i < backward_count; ++i) add_backward(&backward[i], spec, version);
   return true;

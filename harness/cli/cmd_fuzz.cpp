@@ -232,10 +232,7 @@ int run_replay(const Globals& g, const ReplayArgs& a) {
   const KernelRegistry reg = g.registry();
   ReplayOptions o;
   o.dirs = a.dirs;
-  if (!a.pass.empty()) {
-    o.pass = parse_pass(a.pass);
-    if (!o.pass) throw BadInput{"--pass: expected fwd, bwd or both, got '" + a.pass + "'"};
-  }
+  o.pass = parse_pass_flag(a.pass);
   // --kernel names forward kernels, and the backward kernels of the same
   // names for files (or a --pass) that run the backward pass; under
   // --pass bwd, backward kernels only.

@@ -30,12 +30,6 @@ struct RunArgs {
   std::vector<std::string> files;
 };
 
-std::optional<Pass> pass_flag(const std::string& flag) {
-  if (flag.empty()) return std::nullopt;
-  if (std::optional<Pass> p = parse_pass(flag)) return p;
-  throw BadInput{"--pass: expected fwd, bwd or both, got '" + flag + "'"};
-}
-
 // The backward oracles, made once per command: the fast double tier, with
 // undecided rows escalated to the multiprecision tier.
 struct BackwardOracles {
@@ -48,7 +42,7 @@ struct BackwardOracles {
 int run_files(const Globals& g, const RunArgs& a) {
   const std::vector<std::string>& files = a.files;
   const std::string& kernel_override = a.kernel;
-  const std::optional<Pass> forced = pass_flag(a.pass);
+  const std::optional<Pass> forced = parse_pass_flag(a.pass);
   const KernelRegistry reg = g.registry();
   const Runner runner(g.run_options());
   std::optional<BackwardOracles> backward_oracles;
@@ -106,6 +100,12 @@ int run_files(const Globals& g, const RunArgs& a) {
 }
 
 }  // namespace
+
+std::optional<Pass> parse_pass_flag(const std::string& flag) {
+  if (flag.empty()) return std::nullopt;
+  if (std::optional<Pass> p = parse_pass(flag)) return p;
+  throw BadInput{"--pass: expected fwd, bwd or both, got '" + flag + "'"};
+}
 
 Action add_run_command(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand("run", "run case files against a kernel, with each verdict and its worst element");

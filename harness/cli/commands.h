@@ -2,6 +2,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,8 @@ std::vector<CampaignKernel> resolve_kernels(const KernelRegistry& reg, const std
 // names that are no backward kernel are skipped, or BadInput if all_must_exist.
 std::vector<std::string> resolve_backward_kernels(const KernelRegistry& reg, const std::vector<std::string>& specs,
                                                   bool all_must_exist);
+// --pass: nullopt when not given, else fwd | bwd | both; BadInput otherwise.
+std::optional<Pass> parse_pass_flag(const std::string& flag);
 // "90", "90s", "5m", "1.5h" -> seconds; BadInput otherwise.
 double parse_duration(const std::string& s);
 // The end-of-run table of kernel x class counts, failures and timings.
