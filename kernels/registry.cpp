@@ -29,7 +29,7 @@ namespace {
 
 struct OriginTable {
   std::mutex mu;
-  std::map<const afz_kernel*, std::string> by_kernel;
+  std::map<const void*, std::string> by_kernel;  // forward and backward kernels
 };
 OriginTable& origins() {
   static OriginTable t;
@@ -38,12 +38,25 @@ OriginTable& origins() {
 
 }  // namespace
 
-std::string registered_origin(const afz_kernel* k) {
+namespace {
+
+void record_origin(const void* k, const std::string& origin) {
+  OriginTable& t = origins();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.by_kernel[k] = origin;
+}
+
+std::string origin_of(const void* k) {
   OriginTable& t = origins();
   std::lock_guard<std::mutex> lock(t.mu);
   const auto it = t.by_kernel.find(k);
   return it == t.by_kernel.end() ? "" : it->second;
 }
+
+}  // namespace
+
+std::string registered_origin(const afz_kernel* k) { return origin_of(k); }
+std::string registered_origin(const afz_backward_kernel* k) { return origin_of(k); }
 
 KernelRegistry KernelRegistry::with_builtins() {
   KernelRegistry r;
@@ -62,6 +75,7 @@ void KernelRegistry::add_backward(const afz_backward_kernel* k, std::string orig
   if (const BackwardKernelEntry* e = backward_entry(k->name))
     throw std::invalid_argument(std::string("duplicate backward kernel name ") + k->name + " (from " + origin +
                                 ", already from " + e->origin + ")");
+  record_origin(k, origin);
   backward_entries_.push_back({k, std::move(origin), std::move(version)});
 }
 
@@ -83,11 +97,7 @@ void KernelRegistry::add(const afz_kernel* k, std::string origin, std::string ve
     if (std::string_view(e.kernel->name) == k->name)
       throw std::invalid_argument(std::string("duplicate kernel name ") + k->name + " (from " + origin +
                                   ", already from " + e.origin + ")");
-  {
-    OriginTable& t = origins();
-    std::lock_guard<std::mutex> lock(t.mu);
-    t.by_kernel[k] = origin;
-  }
+  record_origin(k, origin);
   entries_.push_back({k, std::move(origin), std::move(version)});
 }
 

@@ -71,6 +71,7 @@ void register_cudnn_kernels(KernelRegistry& r);          // kernels/cudnn (no-op
 // of this process ("" when none registered it: a test's own kernel).  The GPU
 // worker needs it to load a plugin the way the harness did, `#config` included.
 std::string registered_origin(const afz_kernel* k);
+std::string registered_origin(const afz_backward_kernel* k);
 
 // The split of k's time its library keeps (attnfuzz_kernel_timing), if any.
 std::optional<afz_kernel_timing> library_kernel_timing(const afz_kernel& k);

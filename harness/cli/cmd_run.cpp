@@ -87,7 +87,8 @@ int run_files(const Globals& g, const RunArgs& a) {
       }
       if (bk) {
         if (!backward_oracles) backward_oracles.emplace();
-        const BackwardOutcome o = run_backward_case(*bk, *c, *backward_oracles->fast, backward_oracles->precise.get());
+        const BackwardOutcome o =
+            run_backward_case(*bk, *c, *backward_oracles->fast, backward_oracles->precise.get(), g.timeout_s);
         print_outcome(file, std::string(bk->name) + " [bwd]", o.verdict, repro_flags);
         failed |= is_failure(o.verdict.cls);
       }

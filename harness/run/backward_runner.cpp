@@ -6,13 +6,15 @@
 #include "harness/case/case_io.h"
 #include "harness/case/generators.h"
 #include "harness/judge/backward_verdict.h"
+#include "harness/run/gpu/gpu_run.h"
+#include "harness/run/isolate.h"
 #include "kernels/cpu/backward_kernels.h"
 #include "kernels/registry.h"
 
 namespace afz {
 
 BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, const BackwardOracle& oracle,
-                                  const BackwardOracle* escalate) {
+                                  const BackwardOracle* escalate, double timeout_s) {
   BackwardOutcome out;
   Materialized m(c);
   BackwardMaterialized bm(m);
@@ -40,22 +42,45 @@ BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, c
   out.oracle = oracle.name();
   bm.set_forward_outputs(r);
   bm.poison_outputs();
-  char error[512] = {};
-  if (const int rc = k.run(&k, &bm.problem(), error, sizeof error); rc == AFZ_RUN_UNSUPPORTED) {
-    out.verdict.cls = VerdictClass::Unsupported;
-    out.verdict.detail = error[0] ? error : "the library refused the problem (no reason given)";
-    return out;
-  } else if (rc == AFZ_RUN_HANG) {
-    out.verdict.cls = VerdictClass::Hang;
-    out.verdict.detail = error[0] ? error : "the kernel's own watchdog gave up (no reason given)";
-    return out;
-  } else if (rc != 0) {
-    out.verdict.cls = VerdictClass::Crash;
-    out.verdict.detail = std::string("kernel error: ") + error;
-    return out;
+  // GPU kernels run in the worker process on a guarded device mirror (a
+  // fault or hang there is a verdict); CPU kernels run here.
+  KernelRun run;
+  std::string out_of_bounds;
+  if (k.caps.flags & AFZ_CAP_GPU) {
+    gpu::WorkerRun w = gpu::run_backward_in_worker(k, bm.problem(), timeout_s);
+    run = w.run;
+    out_of_bounds = w.out_of_bounds;
+  } else {
+    char error[512] = {};
+    const int rc = k.run(&k, &bm.problem(), error, sizeof error);
+    run.status = rc == 0 ? RunStatus::Ok
+                 : rc == AFZ_RUN_UNSUPPORTED ? RunStatus::Unsupported
+                 : rc == AFZ_RUN_HANG        ? RunStatus::Hang
+                                             : RunStatus::Error;
+    run.message = error;
+  }
+  switch (run.status) {
+    case RunStatus::Ok: break;
+    case RunStatus::Unsupported:
+      out.verdict.cls = VerdictClass::Unsupported;
+      out.verdict.detail = run.message.empty() ? "the library refused the problem (no reason given)" : run.message;
+      return out;
+    case RunStatus::Hang:
+      out.verdict.cls = VerdictClass::Hang;
+      out.verdict.detail = run.message.empty() ? "the kernel's own watchdog gave up (no reason given)" : run.message;
+      return out;
+    case RunStatus::Error:
+    case RunStatus::Crash:
+      out.verdict.cls = VerdictClass::Crash;
+      out.verdict.detail = std::string("kernel error: ") + run.message;
+      return out;
   }
   out.verdict = judge_backward(k, bm, r, escalate);
   if (out.verdict.escalated_rows) out.oracle = escalate->name();
+  if (!out_of_bounds.empty() && int(out.verdict.cls) < int(VerdictClass::OutOfBounds)) {
+    out.verdict.cls = VerdictClass::OutOfBounds;
+    out.verdict.detail = out_of_bounds;
+  }
   return out;
 }
 

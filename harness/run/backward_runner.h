@@ -2,8 +2,8 @@
 //
 // The backward path: materialize the case, run the backward ORACLE first
 // (it computes the exact forward O and LSE on the way), hand the kernel
-// that O and LSE rounded to fp32 (backward_problem.h says why not a forward
-// kernel's outputs), run it, and judge dQ, dK, dV element by element.
+// that O and LSE (backward_problem.h says how they are rounded, and why not
+// a forward kernel's outputs), run it, and judge dQ, dK, dV element by element.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,14 +15,19 @@
 
 namespace afz {
 
+// As RunOptions::timeout_s for the forward.
+inline constexpr double kDefaultBackwardTimeoutS = 60;
+
 struct BackwardOutcome {
   Verdict verdict;
   std::string oracle;  // the tier whose result was judged
 };
 
 // Throws std::runtime_error with a one-line message for unbuildable cases.
+// A kernel with AFZ_CAP_GPU runs in this thread's worker process (harness/
+// run/gpu): device pointers, guard margins, `timeout_s` before a hang verdict.
 BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, const BackwardOracle& oracle,
-                                  const BackwardOracle* escalate);
+                                  const BackwardOracle* escalate, double timeout_s = kDefaultBackwardTimeoutS);
 
 struct BackwardGateRow {
   std::string kernel;

@@ -87,7 +87,13 @@ enum {
    * reductions scheduled at run time): determinism reruns are skipped.
    * Without it the kernel promises bit-identical reruns, and the harness's
    * determinism reruns hold it to that. */
-  AFZ_CAP_NONDETERMINISTIC = 1u << 12
+  AFZ_CAP_NONDETERMINISTIC = 1u << 12,
+  /* Backward kernels only (additive to ABI v1): dQ, dK and dV are rounded
+   * to the input dtype before they are written, as PyTorch's and
+   * FlashAttention's backward operators return them.  The buffers stay
+   * fp32 (the rounded values fit exactly); the verdict charges one rounding
+   * to the input dtype instead of one to fp32. */
+  AFZ_CAP_GRADS_IN_INPUT_DTYPE = 1u << 13
 };
 
 typedef struct afz_caps {

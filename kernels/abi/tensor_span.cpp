@@ -11,18 +11,22 @@ const char* slot_name(int slot) {
   return slot >= 0 && slot < kSlotCount ? kNames[slot] : "?";
 }
 
+TensorRef tensor_ref_of(const afz_tensor& t, int64_t e0, int64_t e1, int64_t e2, int64_t e3) {
+  TensorRef r;
+  r.present = t.data != nullptr;
+  r.data = t.data;
+  r.dtype = t.dtype;
+  std::copy(t.stride, t.stride + 4, r.stride);
+  r.extent[0] = e0;
+  r.extent[1] = e1;
+  r.extent[2] = e2;
+  r.extent[3] = e3;
+  return r;
+}
+
 TensorRef tensor_ref(const afz_problem& p, int slot) {
   TensorRef t;
-  auto from = [&](const afz_tensor& x, int64_t b, int64_t h, int64_t s, int64_t d) {
-    t.present = x.data != nullptr;
-    t.data = x.data;
-    t.dtype = x.dtype;
-    std::copy(x.stride, x.stride + 4, t.stride);
-    t.extent[0] = b;
-    t.extent[1] = h;
-    t.extent[2] = s;
-    t.extent[3] = d;
-  };
+  auto from = [&](const afz_tensor& x, int64_t b, int64_t h, int64_t s, int64_t d) { t = tensor_ref_of(x, b, h, s, d); };
   switch (slot) {
     case kQ: from(p.q, p.batch, p.heads_q, p.max_seqlen_q, p.head_dim); break;
     case kK: from(p.k, p.batch, p.heads_kv, p.max_seqlen_k, p.head_dim); break;

@@ -23,6 +23,8 @@ struct TensorRef {
   int64_t extent[4] = {0, 0, 0, 0};
 };
 TensorRef tensor_ref(const afz_problem& p, int slot);
+// Any ABI tensor [e0][e1][e2][e3] (the backward's dO, O, gradients).
+TensorRef tensor_ref_of(const afz_tensor& t, int64_t e0, int64_t e1, int64_t e2, int64_t e3);
 
 // The elements a tensor's strides reach, relative to its data pointer:
 // [lo, hi) in elements, lo <= 0 (negative strides reach below the pointer).

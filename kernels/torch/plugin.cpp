@@ -3,6 +3,7 @@
 //   attnfuzz_abi_version       the ABI these adapters were compiled against
 //   attnfuzz_configure         "ops=FILE[;ops=FILE...]": kernels from .ops files
 //   attnfuzz_kernels           the five built-in backends, then the .ops kernels
+//   attnfuzz_backward_kernels  the backward operators of four of them (backward_kernels.h)
 //   attnfuzz_library_version   "PyTorch 2.11.0, CUDA 13.0, cuDNN 91900"
 //
 // Everything else has hidden visibility (CMakeLists.txt), so two plugins, or
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "attnfuzz_kernel.h"
+#include "backward_kernels.h"
 #include "builtin_kernels.h"
 #include "messages.h"
 #include "op_kernels.h"
@@ -141,6 +143,17 @@ AFZ_EXPORT int attnfuzz_kernels(const afz_kernel** kernels, int* count) {
   *kernels = current->kernels;
   *count = current->count;
   return 0;
+}
+
+AFZ_EXPORT int attnfuzz_backward_kernels(const afz_backward_kernel** kernels, int* count) {
+  try {
+    const std::vector<afz_backward_kernel>& ks = afz::torchk::builtin_backward_kernels();
+    *kernels = ks.data();
+    *count = int(ks.size());
+    return 0;
+  } catch (const std::exception&) {
+    return 1;
+  }
 }
 
 AFZ_EXPORT const char* attnfuzz_library_version(void) {

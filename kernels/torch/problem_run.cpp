@@ -11,12 +11,6 @@ namespace afz::torchk {
 
 namespace {
 
-std::string shape_text(at::IntArrayRef s) {
-  std::ostringstream out;
-  out << s;
-  return out.str();
-}
-
 ProblemTensors view_problem(const afz_problem& p, at::Device device, bool with_lse) {
   ProblemTensors t;
   t.p = &p;
@@ -37,16 +31,6 @@ ProblemTensors view_problem(const afz_problem& p, at::Device device, bool with_l
 at::Tensor narrow_mask(const at::Tensor& m, const Slice& s) {
   if (!m.defined()) return m;
   return m.narrow(0, s.b0, s.n).narrow(2, 0, s.sq).narrow(3, 0, s.sk);
-}
-
-// Copies a returned tensor into the problem's view after checking its shape:
-// copy_ would broadcast a wrong but compatible shape without a word.
-std::string copy_checked(at::Tensor dst, const at::Tensor& src, const char* what) {
-  if (src.sizes() != dst.sizes())
-    return std::string("the operator returned ") + what + " of shape " + shape_text(src.sizes()) + ", expected " +
-           shape_text(dst.sizes());
-  dst.copy_(src);
-  return "";
 }
 
 // [n][Hq][>= sq] (the memory-efficient kernel pads the query dimension to
@@ -163,6 +147,20 @@ CallResult run_packed(const Backend& backend, const ProblemTensors& t) {
 
 }  // namespace
 
+std::string shape_text(at::IntArrayRef s) {
+  std::ostringstream out;
+  out << s;
+  return out.str();
+}
+
+std::string copy_checked(at::Tensor dst, const at::Tensor& src, const char* what) {
+  if (src.sizes() != dst.sizes())
+    return std::string("the operator returned ") + what + " of shape " + shape_text(src.sizes()) + ", expected " +
+           shape_text(dst.sizes());
+  dst.copy_(src);
+  return "";
+}
+
 int run_backend(const Backend& backend, const afz_problem* p, char* error, size_t error_len) {
   CallResult r;
   try {
@@ -217,5 +215,12 @@ std::string dtype_agreement(const afz_problem& p, bool out_same_as_in) {
 bool has_band_mask(const afz_problem& p) { return p.has_window && (p.window_left >= 0 || p.window_right >= 0); }
 
 bool is_causal_band(const afz_problem& p) { return p.has_window && p.window_left < 0 && p.window_right == 0; }
+
+std::string alignment_refusal(const afz_problem& p, afz_align native, const char* op_name) {
+  if (!has_band_mask(p) || p.align == native || alignments_coincide(p)) return "";
+  const bool native_br = native == AFZ_ALIGN_BOTTOM_RIGHT;
+  return std::string(op_name) + " aligns causal and window masks " + (native_br ? "bottom-right" : "top-left") +
+         "; " + (native_br ? "top-left" : "bottom-right") + " differs where seqlen_q != seqlen_k";
+}
 
 }  // namespace afz::torchk

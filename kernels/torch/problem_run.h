@@ -79,6 +79,13 @@ class Backend {
 // one-line message in `error`.  Never throws.
 int run_backend(const Backend& backend, const afz_problem* p, char* error, size_t error_len);
 
+// "[2, 4, 64, 64]", for messages.
+std::string shape_text(at::IntArrayRef s);
+// Copies a returned tensor into a view of the problem's buffers after
+// checking its shape ("" or why not): copy_ would broadcast a wrong but
+// compatible shape without a word.
+std::string copy_checked(at::Tensor dst, const at::Tensor& src, const char* what);
+
 // An output of a call as a defined tensor, or why not.
 std::string tensor_output(const CallResult& r, size_t index, const char* what, at::Tensor* out);
 
@@ -88,5 +95,9 @@ std::string dtype_agreement(const afz_problem& p, bool out_same_as_in);
 // Whether the problem carries a causal or window mask at all ((-1, -1) is none).
 bool has_band_mask(const afz_problem& p);
 bool is_causal_band(const afz_problem& p);
+// Why an operator aligning causal and window masks `native` (its only
+// alignment) cannot run p: "" when p asks for that alignment, has no band
+// mask, or both alignments give the same mask (seqlen_q == seqlen_k).
+std::string alignment_refusal(const afz_problem& p, afz_align native, const char* op_name);
 
 }  // namespace afz::torchk

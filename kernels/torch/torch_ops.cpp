@@ -92,6 +92,8 @@ std::string Op::type_mismatch(const c10::Argument& arg, const c10::IValue& value
   if (value.isBool()) return want == "bool" ? "" : refuse("a bool");
   if (value.isInt()) return want == "int" || want == "SymInt" ? "" : refuse("an int");
   if (value.isString()) return want == "str" ? "" : refuse("a string");
+  // bool[4] prints as "bool[]" or "bool[4]" depending on the version.
+  if (value.isBoolList()) return want.rfind("bool[", 0) == 0 ? "" : refuse("a bool list");
   return refuse("a " + value.tagKind());
 }
 

@@ -80,7 +80,9 @@ ReadResult read_frame(int fd, std::vector<uint8_t>* out, double timeout_s) {
 // The plugin spec (path#config) the worker loads the kernel from, as the
 // registry loaded it; "" for kernels built into attnfuzz.  A kernel no
 // registry knows (a test's own, in a plugin-like library) is found by address.
-std::string library_of(const afz_kernel& k) {
+// Forward and backward kernels alike.
+template <class Kernel>
+std::string library_of(const Kernel& k) {
   if (std::string origin = registered_origin(&k); !origin.empty()) return is_builtin_origin(origin) ? "" : origin;
   Dl_info mine{}, theirs{};
   if (!dladdr(reinterpret_cast<void*>(&run_in_worker), &mine) || !dladdr(&k, &theirs)) return "";
@@ -156,11 +158,64 @@ class WorkerClient {
   }
 
   WorkerRun run(const afz_kernel& k, Materialized& m, double timeout_s) {
-    WorkerRun out;
     WireWriter req;
     req.put(kRequestMagic);
+    req.put(RequestPass::Forward);
     req.put<uint64_t>(reinterpret_cast<uintptr_t>(&k));
     encode_problem(req, k.name, library_of(k), m.problem());
+    Reply r;
+    WorkerRun out = exchange(req, timeout_s, &r);
+    if (out.run.status != RunStatus::Ok) return out;
+    if (!copy_back(m.problem(), kO, r.o) || !copy_back(m.problem(), kLse, r.lse)) {
+      out.run.status = RunStatus::Crash;
+      out.run.message = "the worker sent outputs of the wrong size";
+    }
+    return out;
+  }
+
+  WorkerRun run_backward(const afz_backward_kernel& k, afz_backward_problem& bp, double timeout_s) {
+    const afz_problem& f = *bp.fwd;
+    const int64_t B = f.batch, hq = f.heads_q, hkv = f.heads_kv, sq = f.max_seqlen_q, sk = f.max_seqlen_k;
+    afz_tensor lse{};
+    lse.data = const_cast<float*>(bp.lse);
+    lse.dtype = AFZ_F32;
+    std::copy(bp.lse_stride, bp.lse_stride + 3, lse.stride + 1);
+    // In protocol order (BackwardExtra).
+    std::vector<ExtraTensor> extra = {
+        {"dout", tensor_ref_of(bp.dout, B, hq, sq, f.head_dim_v), false},
+        {"out", tensor_ref_of(bp.out, B, hq, sq, f.head_dim_v), false},
+        {"lse", tensor_ref_of(lse, 1, B, hq, sq), false},
+        {"dq", tensor_ref_of(bp.dq, B, hq, sq, f.head_dim), true},
+        {"dk", tensor_ref_of(bp.dk, B, hkv, sk, f.head_dim), true},
+        {"dv", tensor_ref_of(bp.dv, B, hkv, sk, f.head_dim_v), true},
+    };
+    WireWriter req;
+    req.put(kRequestMagic);
+    req.put(RequestPass::Backward);
+    req.put<uint64_t>(reinterpret_cast<uintptr_t>(&k));
+    encode_problem(req, k.name, library_of(k), f, extra);
+    Reply r;
+    WorkerRun out = exchange(req, timeout_s, &r);
+    if (out.run.status != RunStatus::Ok) return out;
+    bool sizes_ok = r.extra.size() == 3;
+    for (size_t i = 0; sizes_ok && i < 3; ++i) {
+      const TensorRef& t = extra[kDq + i].ref;
+      const Span sp = tensor_span(t);
+      sizes_ok = r.extra[i].size() == size_t(sp.bytes());
+      if (sizes_ok && !r.extra[i].empty())
+        std::memcpy(static_cast<uint8_t*>(t.data) + sp.lo_bytes(), r.extra[i].data(), r.extra[i].size());
+    }
+    if (!sizes_ok) {
+      out.run.status = RunStatus::Crash;
+      out.run.message = "the worker sent gradients of the wrong size";
+    }
+    return out;
+  }
+
+ private:
+  // Sends a request and reads its reply; out.run.status Ok means *reply holds the outputs.
+  WorkerRun exchange(const WireWriter& req, double timeout_s, Reply* reply) {
+    WorkerRun out;
     const auto t0 = Clock::now();
     // A worker that exited after the previous case (or never started) is
     // replaced once; a send that still fails is the worker's failure.
@@ -182,7 +237,7 @@ class WorkerClient {
         return fail(out, RunStatus::Crash, reap_description(), t0);
       case ReadResult::Ok: break;
     }
-    Reply r;
+    Reply& r = *reply;
     try {
       r = decode_reply(frame);
     } catch (const WireError& e) {
@@ -198,16 +253,10 @@ class WorkerClient {
                      : r.status == ReplyStatus::Unsupported ? RunStatus::Unsupported
                      : r.status == ReplyStatus::Hang        ? RunStatus::Hang
                                                             : RunStatus::Crash;
-    if (out.run.status != RunStatus::Ok) return out;
-    out.out_of_bounds = r.oob;
-    if (!copy_back(m.problem(), kO, r.o) || !copy_back(m.problem(), kLse, r.lse)) {
-      out.run.status = RunStatus::Crash;
-      out.run.message = "the worker sent outputs of the wrong size";
-    }
+    if (out.run.status == RunStatus::Ok) out.out_of_bounds = r.oob;
     return out;
   }
 
- private:
   static bool copy_back(afz_problem& p, int slot, const std::vector<uint8_t>& bytes) {
     const TensorRef t = tensor_ref(p, slot);
     if (!t.present) return bytes.empty();
@@ -287,6 +336,10 @@ std::string gpu_device_name() {
 
 WorkerRun run_in_worker(const afz_kernel& k, Materialized& m, double timeout_s) {
   return this_thread_client().run(k, m, timeout_s);
+}
+
+WorkerRun run_backward_in_worker(const afz_backward_kernel& k, afz_backward_problem& p, double timeout_s) {
+  return this_thread_client().run_backward(k, p, timeout_s);
 }
 
 int worker_pid() { return this_thread_client().pid(); }

@@ -40,6 +40,11 @@ struct WorkerRun {
 // Runs k on m in this thread's worker; on Ok the outputs are in m.
 WorkerRun run_in_worker(const afz_kernel& k, Materialized& m, double timeout_s);
 
+// Runs backward kernel k on p (afz_backward_problem: its forward problem,
+// dO, O, LSE in; dQ, dK, dV out) in this thread's worker, with the same
+// guards and out-of-bounds checks; on Ok the gradients are in p's buffers.
+WorkerRun run_backward_in_worker(const afz_backward_kernel& k, afz_backward_problem& p, double timeout_s);
+
 // This thread's worker process id, -1 when none runs (tests).
 int worker_pid();
 // Ends this thread's worker (the next case starts a fresh one).

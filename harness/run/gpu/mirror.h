@@ -10,6 +10,7 @@
 #pragma once
 #include <array>
 #include <string>
+#include <vector>
 
 #include "harness/run/gpu/guarded_memory.h"
 #include "harness/run/gpu/problem_wire.h"
@@ -24,17 +25,33 @@ class Mirror {
   explicit Mirror(GuardedMemory& memory) : mem_(memory) {}
   // Copies the inputs in, poisons the outputs; `out` gets w.p with the
   // mirror's pointers (stream left unset).  "" or the memory's error.
+  // The extra tensors go in the same way; extra_data(i) is where each lives.
   std::string upload(const WireProblem& w, afz_problem* out);
-  // Copies the outputs back into w.bytes and checks every margin and every
-  // output byte that is no valid element; *oob names the first damage ("" if none).
+  uint8_t* extra_data(size_t i) const { return extra_[i].data; }
+  // Copies the outputs back into w.bytes (and the extra outputs into their
+  // bytes) and checks every margin and every output byte of the problem's
+  // own slots that is no valid element; *oob names the first damage ("" if none).
   std::string download_and_check(WireProblem& w, std::string* oob);
 
  private:
+  struct Placed {
+    uint8_t* span = nullptr;  // first byte of the span
+    uint8_t* data = nullptr;  // the tensor's element 0
+    size_t front = 0;         // guard bytes before the span
+  };
+  // One tensor into buffer `id`: [front guard | span | back guard], inputs
+  // copied, outputs and output guards poisoned.
+  Placed place(int id, const TensorRef& ref, const Span& sp, bool output, const uint8_t* bytes, afz_dtype dtype);
+  // The first damaged guard byte of a placed tensor, as a message ("" if none).
+  std::string guard_damage(const char* name, const Placed& at, size_t span_bytes, const Pattern& front,
+                           const Pattern& back);
+  static Pattern pattern_for(afz_dtype t, bool output, const uint8_t* region_start, const uint8_t* data);
   Pattern guard_pattern(const WireProblem& w, int slot, const uint8_t* region_start) const;
   GuardedMemory& mem_;
   std::array<uint8_t*, kSlotCount> span_{};
   std::array<uint8_t*, kSlotCount> data_{};
   std::array<size_t, kSlotCount> front_{};
+  std::vector<Placed> extra_;
 };
 
 // Host-side part of the check, on the downloaded spans: every output element

@@ -8,7 +8,7 @@
 namespace afz::gpu {
 
 void encode_problem(WireWriter& w, const std::string& kernel_name, const std::string& kernel_library,
-                    const afz_problem& p) {
+                    const afz_problem& p, const std::vector<ExtraTensor>& extra) {
   w.str(kernel_name);
   w.str(kernel_library);
   // The scalars travel as the struct itself; its pointers are rebuilt on the other side.
@@ -24,7 +24,29 @@ void encode_problem(WireWriter& w, const std::string& kernel_name, const std::st
     if (t.present && !is_output(s))
       w.bytes(static_cast<const uint8_t*>(t.data) + span.lo_bytes(), size_t(span.bytes()));
   }
+  w.put<uint32_t>(uint32_t(extra.size()));
+  for (const ExtraTensor& x : extra) {
+    const Span span = tensor_span(x.ref);
+    w.str(x.name);
+    w.put(x.ref);
+    w.put(span);
+    w.put<uint8_t>(x.output);
+    if (!x.output) w.bytes(static_cast<const uint8_t*>(x.ref.data) + span.lo_bytes(), size_t(span.bytes()));
+  }
 }
+
+namespace {
+
+// Output bytes as the kernel must find them before it runs.
+void poison(std::vector<uint8_t>& b, afz_dtype t) {
+  const int sz = size_of(t);
+  for (size_t at = 0; at + sz <= b.size(); at += sz) store_bits(t, b.data() + at, output_poison_bits(t));
+}
+
+// More extra tensors than any pass sends: a corrupt message.
+constexpr uint32_t kMaxExtraTensors = 16;
+
+}  // namespace
 
 void rebase(afz_problem& p, const std::array<uint8_t*, kSlotCount>& data) {
   p.q.data = data[kQ];
@@ -65,9 +87,7 @@ void decode_problem(WireReader& r, WireProblem* out) {
     }
     if (is_output(s)) {
       b.resize(size_t(w.span[s].bytes()));
-      const afz_dtype t = w.ref[s].dtype;
-      const int sz = size_of(t);
-      for (size_t at = 0; at + sz <= b.size(); at += sz) store_bits(t, b.data() + at, output_poison_bits(t));
+      poison(b, w.ref[s].dtype);
     } else {
       const uint64_t n = uint64_t(w.span[s].bytes());
       const uint8_t* src = r.raw(n);
@@ -76,6 +96,23 @@ void decode_problem(WireReader& r, WireProblem* out) {
     data[s] = w.data(s);
   }
   rebase(w.p, data);
+  const uint32_t n_extra = r.get<uint32_t>();
+  if (n_extra > kMaxExtraTensors) throw WireError("too many extra tensors");
+  w.extra.resize(n_extra);
+  for (WireExtra& x : w.extra) {
+    x.name = r.str();
+    x.ref = r.get<TensorRef>();
+    x.span = r.get<Span>();
+    x.output = r.get<uint8_t>() != 0;
+    if (x.span.bytes() < 0 || x.span.lo > 0 || !x.ref.present) throw WireError("bad extra tensor");
+    x.bytes.resize(size_t(x.span.bytes()));
+    if (x.output) {
+      poison(x.bytes, x.ref.dtype);
+    } else {
+      const uint8_t* src = r.raw(uint64_t(x.span.bytes()));
+      std::copy(src, src + x.span.bytes(), x.bytes.begin());
+    }
+  }
   if (!r.done()) throw WireError("trailing bytes in a request");
 }
 

@@ -14,6 +14,23 @@
 
 namespace afz::gpu {
 
+// A tensor beside the problem's own slots (the backward pass's dO, O, LSE
+// inputs and dQ, dK, dV outputs), carried the same way: its span, its bytes
+// for an input, poison for an output.
+struct ExtraTensor {
+  const char* name = "";  // in out-of-bounds messages ("dq")
+  TensorRef ref;
+  bool output = false;
+};
+struct WireExtra {
+  std::string name;
+  TensorRef ref;  // ref.data is meaningless on the receiving side
+  Span span;
+  bool output = false;
+  std::vector<uint8_t> bytes;  // span contents; outputs start poisoned
+  uint8_t* data() { return bytes.data() - span.lo_bytes(); }
+};
+
 // The worker's copy of a problem: p's pointers point into `bytes`.
 struct WireProblem {
   std::string kernel_name;     // registry name
@@ -23,6 +40,7 @@ struct WireProblem {
   std::array<TensorRef, kSlotCount> ref{};
   std::array<Span, kSlotCount> span{};
   std::array<std::vector<uint8_t>, kSlotCount> bytes;  // span contents; outputs start poisoned
+  std::vector<WireExtra> extra;
 
   WireProblem() = default;
   WireProblem(const WireProblem&) = delete;
@@ -31,7 +49,7 @@ struct WireProblem {
 };
 
 void encode_problem(WireWriter& w, const std::string& kernel_name, const std::string& kernel_library,
-                    const afz_problem& p);
+                    const afz_problem& p, const std::vector<ExtraTensor>& extra = {});
 // Throws WireError on a malformed message.
 void decode_problem(WireReader& r, WireProblem* out);
 

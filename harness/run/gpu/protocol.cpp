@@ -14,6 +14,8 @@ std::vector<uint8_t> encode_reply(const Reply& r) {
   w.str(r.oob);
   w.blob(r.o.data(), r.o.size());
   w.blob(r.lse.data(), r.lse.size());
+  w.put<uint32_t>(uint32_t(r.extra.size()));
+  for (const auto& x : r.extra) w.blob(x.data(), x.size());
   return std::move(w.data());
 }
 
@@ -33,6 +35,13 @@ Reply decode_reply(const std::vector<uint8_t>& frame) {
   r.o.assign(o, o + n);
   const uint8_t* l = rd.blob(&n);
   r.lse.assign(l, l + n);
+  const uint32_t n_extra = rd.get<uint32_t>();
+  if (n_extra > kBackwardExtraCount) throw WireError("too many extra outputs in a reply");
+  r.extra.resize(n_extra);
+  for (auto& x : r.extra) {
+    const uint8_t* at = rd.blob(&n);
+    x.assign(at, at + n);
+  }
   if (!rd.done()) throw WireError("trailing bytes in a reply");
   return r;
 }

@@ -1,8 +1,11 @@
 // The messages between the harness and its worker process (one socket, one
 // request at a time):
 //   worker -> harness, once:  Hello { magic, has_device, device name or why not }
-//   harness -> worker:        Request { magic, kernel address, problem (problem_wire.h) }
-//   worker -> harness:        Reply { magic, status, message, seconds, fatal, oob, o bytes, lse bytes }
+//   harness -> worker:        Request { magic, pass, kernel address, problem (problem_wire.h) }
+//   worker -> harness:        Reply { magic, status, message, seconds, fatal, oob, o bytes, lse bytes,
+//                                     the extra output tensors' bytes }
+// A backward request (RequestPass::Backward) names a backward kernel and carries
+// dO, O, LSE, dQ, dK, dV as the problem's extra tensors, in that order.
 // `fatal` says the worker exits after this reply (a sticky CUDA error poisons
 // its context); the harness then starts a fresh one for the next case.
 #pragma once
@@ -17,6 +20,10 @@ inline constexpr uint32_t kRequestMagic = 0x41465a52;  // "AFZR"
 inline constexpr uint32_t kReplyMagic = 0x41465a50;    // "AFZP"
 
 // Mirrors RunStatus (harness/run/isolate.h) on the wire.
+enum class RequestPass : uint8_t { Forward = 0, Backward = 1 };
+// The extra tensors of a backward request, in order.
+enum BackwardExtra : int { kDout, kOut, kLseIn, kDq, kDk, kDv, kBackwardExtraCount };
+
 enum class ReplyStatus : uint8_t { Ok = 0, Error = 1, Crash = 2, Unsupported = 3, Hang = 4 };
 
 struct Reply {
@@ -26,6 +33,7 @@ struct Reply {
   bool fatal = false;
   std::string oob;          // first out-of-bounds damage, "" if none
   std::vector<uint8_t> o, lse;  // output spans
+  std::vector<std::vector<uint8_t>> extra;  // the extra output tensors' spans, in request order
 };
 
 std::vector<uint8_t> encode_reply(const Reply& r);

@@ -24,7 +24,10 @@
 #include <string>
 #include <vector>
 
+#include "harness/case/backward_problem.h"
+#include "harness/case/case.h"
 #include "harness/case/generators.h"
+#include "harness/case/materialize.h"
 #include "harness/run/runner.h"
 #include "kernels/abi/dtype.h"
 #include "kernels/registry.h"
@@ -602,6 +605,88 @@ TEST(TorchPlugin, SupportsDeclinesTheOtherCausalAlignment) {
   f32_out.out = AFZ_F32;
   EXPECT_NE(reason("torch.efficient", f32_out), "");
   EXPECT_NE(reason("torch.cudnn", f32_out), "");
+}
+
+// ---- The backward operators (backward_kernels.cpp) ---------------------
+
+constexpr const char* kBackwardNames[] = {"torch.flash", "torch.efficient", "torch.cudnn", "torch.math"};
+
+Case backward_case(const std::string& body) {
+  ParseError err;
+  std::optional<Case> c = parse_case("attnfuzz-case 1\n" + body, &err);
+  if (!c) ADD_FAILURE() << err.format("case");
+  return c.value_or(Case{});
+}
+
+// supports() of a backward kernel on a case, "" when it takes it.
+std::string backward_refusal(const afz_backward_kernel& k, const std::string& body) {
+  Materialized m(backward_case(body));
+  BackwardMaterialized bm(m);
+  char reason[512] = {0};
+  return k.supports(&k, &bm.problem(), reason, sizeof reason) == 0 ? "" : std::string(reason);
+}
+
+TEST(TorchPlugin, BackwardKernelsLoadUnderTheForwardNames) {
+  KernelRegistry r;
+  std::string error;
+  ASSERT_TRUE(r.load_library(kPlugin, &error)) << error;
+  for (const char* name : kBackwardNames) {
+    SCOPED_TRACE(name);
+    const BackwardKernelEntry* e = r.backward_entry(name);
+    ASSERT_NE(e, nullptr);
+    ASSERT_NE(r.find(name), nullptr) << "--pass both pairs it with the forward kernel of the same name";
+    EXPECT_EQ(e->origin, kPlugin);
+    const afz_backward_kernel& k = *e->kernel;
+    EXPECT_TRUE(k.caps.flags & AFZ_CAP_GPU);
+    EXPECT_TRUE(k.caps.flags & AFZ_CAP_GRADS_IN_INPUT_DTYPE) << "torch returns gradients in the input dtype";
+    EXPECT_FALSE(k.caps.flags & AFZ_CAP_LSE) << "a backward reads the LSE, it writes none";
+    EXPECT_TRUE(one_line(k.description));
+    EXPECT_EQ(k.conventions.empty_lse, r.find(name)->conventions.empty_lse) << "the forward's convention";
+  }
+  // The fused backward passes reduce dQ with atomics; the math path's
+  // autograd graph has none.
+  EXPECT_TRUE(r.find_backward("torch.flash")->caps.flags & AFZ_CAP_NONDETERMINISTIC);
+  EXPECT_FALSE(r.find_backward("torch.math")->caps.flags & AFZ_CAP_NONDETERMINISTIC);
+  EXPECT_EQ(r.find_backward("torch.flash_varlen"), nullptr);
+}
+
+TEST(TorchPlugin, BackwardSupportsDeclinesWhatTheBoundCannotModel) {
+  KernelRegistry r;
+  std::string error;
+  ASSERT_TRUE(r.load_library(kPlugin, &error)) << error;
+  const std::string mha = "heads 2 2\nseqlen_q 16\nseqlen_k 16\nhead_dim 16\ndtype bf16\nseed 1\n";
+  for (const char* name : kBackwardNames) EXPECT_EQ(backward_refusal(*r.find_backward(name), mha), "") << name;
+  // GQA: per-head gradients rounded to bf16 and then summed.
+  const std::string gqa = "heads 4 2\nseqlen_q 16\nseqlen_k 16\nhead_dim 16\ndtype bf16\nseed 1\n";
+  EXPECT_NE(backward_refusal(*r.find_backward("torch.flash"), gqa).find("grouped-query"), std::string::npos);
+  EXPECT_NE(backward_refusal(*r.find_backward("torch.efficient"), gqa).find("grouped-query"), std::string::npos);
+  EXPECT_EQ(backward_refusal(*r.find_backward("torch.cudnn"), gqa), "");
+  EXPECT_EQ(backward_refusal(*r.find_backward("torch.math"), gqa), "");
+  // The alignment the operator does not implement, where it matters.
+  const std::string br = "seqlen_q 8\nseqlen_k 16\nhead_dim 16\ndtype bf16\ncausal bottom_right\nseed 1\n";
+  EXPECT_EQ(backward_refusal(*r.find_backward("torch.flash"), br), "");
+  EXPECT_NE(backward_refusal(*r.find_backward("torch.efficient"), br).find("top-left"), std::string::npos);
+}
+
+TEST(TorchPlugin, BackwardKernelsDeclineOnACpuOnlyTorch) {
+  if (plugin().cuda_build()) GTEST_SKIP() << "this torch has CUDA: the H200 runs these kernels";
+  KernelRegistry r;
+  std::string error;
+  ASSERT_TRUE(r.load_library(kPlugin, &error)) << error;
+  for (const char* name : kBackwardNames) {
+    SCOPED_TRACE(name);
+    const afz_backward_kernel& k = *r.find_backward(name);
+    Materialized m(backward_case("seqlen_q 8\nseqlen_k 8\nhead_dim 16\ndtype bf16\nseed 1\n"));
+    BackwardMaterialized bm(m);
+    char why[512] = {0};
+    ASSERT_EQ(k.run(&k, &bm.problem(), why, sizeof why), AFZ_RUN_UNSUPPORTED) << why;
+    const std::string torch_is = std::string("torch ") + TORCH_VERSION;
+    EXPECT_TRUE(std::string(why) == torch_is + " was built without CUDA" ||
+                std::string(why).find(torch_is + " has no aten::") != std::string::npos)
+        << why;
+    std::string where;
+    EXPECT_TRUE(bm.padding_untouched(&where)) << where;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,270 @@
+// PyTorch's attention backward operators behind the backward ABI, called
+// through the dispatcher by schema name like the forward adapters.  Each gets
+// the O and LSE the harness gives (the exact forward's, O in the input dtype)
+// with the empty rows' LSE rewritten to what the library's own forward writes
+// there, since its backward is built to read that.
+#include "backward_kernels.h"
+
+#include <torch/csrc/autograd/autograd.h>
+
+#include <string>
+
+#include "backend_models.h"
+#include "backward_run.h"
+#include "messages.h"
+#include "problem_run.h"
+#include "torch_ops.h"
+#include "torch_views.h"
+
+namespace afz::torchk {
+namespace {
+
+enum class Kind { Flash, Efficient, Cudnn, Math };
+
+// The memory-efficient forward returns its LSE with the query dimension
+// padded to a multiple of 32 (kAlignLSE), and its backward reads it in
+// that layout: we hand it the same.
+constexpr int64_t kEfficientLseAlignment = 32;
+// (grad_query, grad_key, grad_value[, grad_bias]) in every fused schema.
+constexpr size_t kGradQ = 0, kGradK = 1, kGradV = 2;
+
+// Without dropout the forward operators hand back empty philox seed and
+// offset tensors, which their backward never reads.
+at::Tensor no_philox() { return at::empty({}, at::TensorOptions().dtype(at::kLong)); }
+
+struct BackwardBuiltin final : BackwardBackend {
+  Kind kind;
+  const char* op_name;
+  afz_align native_alignment;
+  afz_empty_lse forward_empty_lse;  // what the library's forward writes for an empty row
+
+  BackwardBuiltin(Kind k, const char* op, afz_align a, afz_empty_lse e)
+      : kind(k), op_name(op), native_alignment(a), forward_empty_lse(e) {}
+
+  std::string missing() const override {
+    std::string why;
+    return Op::find(op_name, &why) ? "" : why;
+  }
+  bool needs_autograd() const override { return kind == Kind::Math; }
+  CallResult run_slice(const BackwardTensors& t, const BackwardSlice& in, SliceGrads* out) const override;
+
+ private:
+  CallResult call(const std::vector<Arg>& args) const {
+    std::string why;
+    const std::optional<Op> op = Op::find(op_name, &why);
+    if (!op) return CallResult::unsupported(why);
+    CallResult r = op->call(args);
+    if (r.status != CallResult::Ok) r.message = std::string(op_name) + ": " + r.message;
+    return r;
+  }
+  CallResult refuse(const std::string& why) const { return CallResult::unsupported(std::string(op_name) + ": " + why); }
+  CallResult bad_output(const std::string& why) const { return CallResult::failed(std::string(op_name) + ": " + why); }
+  CallResult grads_from(const CallResult& r, SliceGrads* out) const {
+    if (std::string e = tensor_output(r, kGradQ, "grad_query", &out->dq); !e.empty()) return bad_output(e);
+    if (std::string e = tensor_output(r, kGradK, "grad_key", &out->dk); !e.empty()) return bad_output(e);
+    if (std::string e = tensor_output(r, kGradV, "grad_value", &out->dv); !e.empty()) return bad_output(e);
+    return r;
+  }
+  CallResult run_math(const BackwardTensors& t, const BackwardSlice& in, SliceGrads* out) const;
+};
+
+CallResult BackwardBuiltin::run_slice(const BackwardTensors& t, const BackwardSlice& in, SliceGrads* out) const {
+  if (kind == Kind::Math) return run_math(t, in, out);
+  const afz_problem& p = *t.p;
+  const at::Tensor q = unit_inner_stride(in.q), k = unit_inner_stride(in.k), v = unit_inner_stride(in.v);
+  const at::Tensor dout = unit_inner_stride(in.dout), o = unit_inner_stride(in.out);
+  const at::Tensor lse = lse_in_convention(in.lse, forward_empty_lse).contiguous();
+  const double scale = double(p.scale);
+  const bool causal = is_causal_band(p);
+  std::vector<Arg> args;
+  switch (kind) {
+    case Kind::Flash:
+      args = {{"grad_out", dout},           {"query", q},
+              {"key", k},                   {"value", v},
+              {"out", o},                   {"logsumexp", lse},
+              {"cum_seq_q", at::Tensor()},  {"cum_seq_k", at::Tensor()},
+              {"max_q", c10::IValue(in.sq)}, {"max_k", c10::IValue(in.sk)},
+              {"dropout_p", c10::IValue(0.0)}, {"is_causal", c10::IValue(causal)},
+              {"philox_seed", no_philox()}, {"philox_offset", no_philox()},
+              {"scale", c10::IValue(scale)}};
+      break;
+    case Kind::Efficient: {
+      const Bias b = additive_bias(in.bool_mask, in.add_mask, p.heads_q, q.scalar_type(), kBiasKeyAlignment);
+      if (!b.inexact.empty()) return refuse(b.inexact);
+      // [n][Hq][sq] -> [n][Hq][sq rounded up to 32], the forward's layout;
+      // the padding rows are no query's and stay 0.
+      const int64_t padded = (in.sq + kEfficientLseAlignment - 1) / kEfficientLseAlignment * kEfficientLseAlignment;
+      at::Tensor lse_padded = at::zeros({lse.size(0), lse.size(1), padded}, lse.options());
+      lse_padded.narrow(2, 0, in.sq).copy_(lse);
+      args = {{"grad_out_", dout},
+              {"query", q},
+              {"key", k},
+              {"value", v},
+              {"attn_bias", b.bias.defined() ? c10::IValue(b.bias) : c10::IValue(at::Tensor())},
+              {"out", o},
+              {"logsumexp", lse_padded},
+              {"philox_seed", no_philox()},
+              {"philox_offset", no_philox()},
+              {"dropout_p", c10::IValue(0.0)},
+              {"grad_input_mask", c10::IValue(c10::List<bool>({true, true, true, false}))},
+              {"is_causal", c10::IValue(causal)},
+              {"scale", c10::IValue(scale)}};
+      break;
+    }
+    case Kind::Cudnn: {
+      const Bias b = additive_bias(in.bool_mask, in.add_mask, p.heads_q, q.scalar_type(), kBiasKeyAlignment);
+      if (!b.inexact.empty()) return refuse(b.inexact);
+      args = {{"grad_out", dout},
+              {"query", q},
+              {"key", k},
+              {"value", v},
+              {"out", o},
+              // cuDNN's forward returns its statistics as [n][Hq][sq][1].
+              {"logsumexp", lse.unsqueeze(-1).contiguous()},
+              {"philox_seed", no_philox()},
+              {"philox_offset", no_philox()},
+              {"attn_bias", b.bias.defined() ? c10::IValue(b.bias) : c10::IValue(at::Tensor())},
+              {"cum_seq_q", at::Tensor()},
+              {"cum_seq_k", at::Tensor()},
+              {"max_q", c10::IValue(in.sq)},
+              {"max_k", c10::IValue(in.sk)},
+              {"dropout_p", c10::IValue(0.0)},
+              {"is_causal", c10::IValue(causal)},
+              {"scale", c10::IValue(scale)}};
+      break;
+    }
+    case Kind::Math: break;
+  }
+  const CallResult r = call(args);
+  if (r.status != CallResult::Ok) return r;
+  return grads_from(r, out);
+}
+
+// The math path has no backward operator of its own: PyTorch differentiates
+// its composite forward with autograd, and so do we (the O and LSE given are
+// not used; its backward recomputes P from its own fp32 forward).
+CallResult BackwardBuiltin::run_math(const BackwardTensors& t, const BackwardSlice& in, SliceGrads* out) const {
+  if (std::string why = math_precision_changed(); !why.empty()) return refuse(why);
+  const afz_problem& p = *t.p;
+  // Leaves of the graph: exact copies of the inputs.
+  const at::Tensor q = in.q.detach().clone().requires_grad_(true);
+  const at::Tensor k = in.k.detach().clone().requires_grad_(true);
+  const at::Tensor v = in.v.detach().clone().requires_grad_(true);
+  const Bias b = additive_bias(in.bool_mask, in.add_mask, p.heads_q, at::kFloat, /*key_pad=*/1);
+  const bool gqa = p.heads_q != p.heads_kv;
+  const CallResult r = call({{"query", q},
+                             {"key", k},
+                             {"value", v},
+                             {"attn_mask", b.bias.defined() ? c10::IValue(b.bias) : c10::IValue(), b.bias.defined()},
+                             {"dropout_p", c10::IValue(0.0)},
+                             {"is_causal", c10::IValue(is_causal_band(p))},
+                             {"scale", c10::IValue(double(p.scale))},
+                             {"enable_gqa", c10::IValue(gqa), gqa}});
+  if (r.status != CallResult::Ok) return r;
+  at::Tensor o;
+  if (std::string e = tensor_output(r, 0, "output", &o); !e.empty()) return bad_output(e);
+  const torch::autograd::variable_list g = torch::autograd::grad({o}, {q, k, v}, {in.dout.contiguous()});
+  out->dq = g[kGradQ];
+  out->dk = g[kGradK];
+  out->dv = g[kGradV];
+  return r;
+}
+
+// supports(): what the caps cannot say.  Host problem: shapes only.
+int supports(const afz_backward_kernel* self, const afz_backward_problem* bp, char* reason, size_t len) {
+  const auto& b = *static_cast<const BackwardBuiltin*>(self->user);
+  const afz_problem& p = *bp->fwd;
+  std::string why = dtype_agreement(p, /*out_same_as_in=*/false);
+  if (why.empty() && bp->out.dtype != p.q.dtype)
+    why = std::string("the operator takes O in its input dtype (") + dtype_label(p.q.dtype) + "), not " +
+          dtype_label(bp->out.dtype);
+  if (why.empty()) why = alignment_refusal(p, b.native_alignment, b.op_name);
+  // FlashAttention-2's backward sums a GQA group's dK, dV from per-head
+  // tensors already rounded to the input dtype, and the memory-efficient
+  // path would need the K/V heads repeated and their gradients summed
+  // outside the kernel: neither is the one rounding the bound charges.
+  if (why.empty() && p.heads_q != p.heads_kv && (b.kind == Kind::Flash || b.kind == Kind::Efficient))
+    why = std::string(b.op_name) + ": grouped-query gradients would be summed from per-head gradients rounded to " +
+          dtype_label(p.q.dtype) + ", a rounding per head the bound does not model";
+  if (why.empty()) return 0;
+  write_message(reason, len, why);
+  return 1;
+}
+
+int run(const afz_backward_kernel* self, const afz_backward_problem* p, char* error, size_t len) {
+  return run_backward_backend(*static_cast<const BackwardBuiltin*>(self->user), p, error, len);
+}
+
+// The backward operators accumulate dQ with atomics across key blocks
+// (FlashAttention-2's dq_accum, the memory-efficient kernel's split keys,
+// cuDNN's dQ reduction) unless torch's deterministic mode is on, which the
+// adapters leave alone: their reruns may differ in the last bits.
+constexpr uint32_t kFusedBackward = AFZ_CAP_NONDETERMINISTIC | AFZ_CAP_GRADS_IN_INPUT_DTYPE;
+// What each backward takes: the forward's caps less the LSE output (the
+// backward reads one) and less what the wrapper cannot give it (varlen by
+// sequence is kept: one call per sequence, as forward).
+constexpr uint32_t backward_caps(uint32_t forward) { return forward & ~uint32_t(AFZ_CAP_LSE); }
+
+struct Entry {
+  const char* name;
+  const char* description;
+  BackwardBuiltin backend;
+  afz_caps caps;
+  afz_precision precision;
+  afz_conventions conventions;
+};
+
+Entry* entries(size_t* count) {
+  static Entry table[] = {
+      {"torch.flash",
+       "PyTorch aten::_scaled_dot_product_flash_attention_backward (vendored FlashAttention-2): fp16/bf16, head_dim "
+       "8..256 step 8, causal bottom-right, no GQA (see supports), gradients in the input dtype, dQ by atomics",
+       BackwardBuiltin(Kind::Flash, "aten::_scaled_dot_product_flash_attention_backward", AFZ_ALIGN_BOTTOM_RIGHT,
+                       kFlashConventions.empty_lse),
+       {backward_caps(kFused) | kFusedBackward, kHalfTypes, kHalfTypes, kFusedMinHeadDim, kFlashMaxHeadDim,
+        kFusedHeadDimMultiple, 0},
+       kFlashPrecision, kFlashConventions},
+      {"torch.efficient",
+       "PyTorch aten::_scaled_dot_product_efficient_attention_backward (CUTLASS memory-efficient): fp16/bf16, "
+       "head_dim multiple of 8, causal top-left, boolean and additive masks as a 16-bit attn_bias, no GQA, "
+       "gradients in the input dtype",
+       BackwardBuiltin(Kind::Efficient, "aten::_scaled_dot_product_efficient_attention_backward", AFZ_ALIGN_TOP_LEFT,
+                       kEfficientConventions.empty_lse),
+       {backward_caps(kFused | kMasks | AFZ_CAP_DV_NE_D) | kFusedBackward, kHalfTypes, kHalfTypes, kFusedMinHeadDim,
+        kNoHeadDimLimit, kFusedHeadDimMultiple, 0},
+       kEfficientPrecision, kEfficientConventions},
+      {"torch.cudnn",
+       "PyTorch aten::_scaled_dot_product_cudnn_attention_backward (cuDNN fused flash bprop): fp16/bf16, head_dim "
+       "8..256 step 8, causal top-left, masks as a 16-bit attn_bias, GQA native, gradients in the input dtype",
+       BackwardBuiltin(Kind::Cudnn, "aten::_scaled_dot_product_cudnn_attention_backward", AFZ_ALIGN_TOP_LEFT,
+                       kCudnnConventions.empty_lse),
+       {backward_caps(kFused | kMasks | AFZ_CAP_DV_NE_D) | kFusedBackward, kHalfTypes, kHalfTypes, kFusedMinHeadDim,
+        kCudnnMaxHeadDim, kFusedHeadDimMultiple, 0},
+       kCudnnPrecision, kCudnnConventions},
+      {"torch.math",
+       "PyTorch's math path differentiated by autograd (aten::_scaled_dot_product_attention_math): fp32 scores, "
+       "softmax and GEMMs for fp16/bf16 inputs, gradients rounded once to the input dtype; causal top-left, masks, "
+       "GQA via enable_gqa",
+       BackwardBuiltin(Kind::Math, "aten::_scaled_dot_product_attention_math", AFZ_ALIGN_TOP_LEFT,
+                       kMathConventions.empty_lse),
+       {kBothAlignments | kMasks | AFZ_CAP_VARLEN | AFZ_CAP_GQA | AFZ_CAP_STRIDED | AFZ_CAP_DV_NE_D | AFZ_CAP_GPU |
+            AFZ_CAP_GRADS_IN_INPUT_DTYPE,
+        kMathTypes, kMathTypes, 1, kNoHeadDimLimit, 1, 0},
+       kMathPrecision, kMathConventions},
+  };
+  *count = sizeof table / sizeof table[0];
+  return table;
+}
+
+}  // namespace
+
+const std::vector<afz_backward_kernel>& builtin_backward_kernels() {
+  static const std::vector<afz_backward_kernel> kernels = [] {
+    size_t n = 0;
+    Entry* table = entries(&n);
+    return abi_kernels<afz_backward_kernel>(table, n, &supports, &run);
+  }();
+  return kernels;
+}
+
+}  // namespace afz::torchk

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The backward audits (issue 14) on the H200 in one device-tool command:
+#   1. the libtorch plugin is built (Torch lives there only) while cuDNN's
+#      direct backward (system cuDNN, then PyTorch's 9.19) is audited;
+#   2. `attnfuzz kernels` lists the backward kernels with their versions;
+#   3. the backward of torch.flash, torch.efficient, torch.cudnn and
+#      torch.math is audited (--pass bwd: every case judged on dQ, dK, dV);
+#   4. every case the audits saved is re-run with `attnfuzz repro`
+#      (each file records `pass bwd`), in the time that is left.
+# attnfuzz and MPFR/GMP are built on a CPU machine for sm_90a and carried in
+# .carry/ (reports/backward/README.md: the call).  Results: $OUT/backward.tgz.
+# Usage: reports/h200_backward.sh SWEEP_SECONDS [SHARD K/N] [DEADLINE_SECONDS] [EXTRA_STEP]
+#   EXTRA_STEP: a command run beside the audits (e.g. the GPU oracle's tests), output in extra.txt
+set -u
+sweep_s=${1:-240}
+shard=${2:-0/1}
+deadline=$((SECONDS + ${3:-540}))
+extra_step=${4:-}
+pids=()  # background jobs by pid: a bare `wait` would wait for the tee below too
+R=$OUT/backward
+mkdir -p "$R"
+exec > >(tee "$R/log.txt") 2>&1
+trap 'sleep 1; tar czf "$OUT/backward.tgz" -C "$OUT" backward && rm -rf "$OUT/backward"' EXIT
+step() { printf '\n=== %s  (%s, %d s in)\n' "$*" "$(date +%T)" "$SECONDS"; }
+left() { echo $((deadline - SECONDS)); }
+export LD_LIBRARY_PATH=$PWD/.carry${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+AF=$PWD/.carry/attnfuzz
+export PATH=/opt/torch/.venv/bin:$PATH
+step machine
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
+TP=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+TORCH_CUDNN=$(python3 -c 'import nvidia.cudnn,os;print(os.path.join(list(nvidia.cudnn.__path__)[0],"lib","libcudnn.so.9"))')
+python3 -c 'import torch;print("torch",torch.__version__,"cudnn",torch.backends.cudnn.version())'
+audit() {  # name jobs sweep_s kernels [--kernel-lib ...]
+  local name=$1 jobs=$2 s=$3 kernels=$4; shift 4
+  ( timeout -k 40 $((s + 90)) $AF "$@" audit --pass bwd --kernel "$kernels" --time 20 --sweep-time $s \
+      --shard $shard --jobs $jobs --minimize-time 3 --minimize-budget $((s / 6)) \
+      --out "$R/$name" > "$R/$name.log" 2>&1
+    echo "$name audit rc=$?" >> "$R/$name.log" ) &
+  pids+=($!)
+}
+repro() {  # name corpus_dir libs...
+  local name=$1 dir=$2; shift 2
+  ls "$dir"/*.case > /dev/null 2>&1 || { echo "$name: no saved cases"; return; }
+  timeout -k 10 $(($(left) - 15)) $AF "$@" repro "$dir"/*.case > "$R/repro_$name.txt" 2>&1
+  echo "$name repro rc=$? ($(ls "$dir"/*.case | wc -l) cases, $(grep -c ': pass' "$R/repro_$name.txt") pass)"
+}
+
+step "cuDNN direct backward: the case files, then audits (system cuDNN 9.14 and PyTorch's 9.19)"
+$AF kernels > "$R/kernels_system_cudnn.txt" 2>&1
+grep -A3 '^cudnn' "$R/kernels_system_cudnn.txt" | head -20
+timeout 60 $AF run --kernel cudnn.sdpa --pass bwd tests/kernels/cudnn/cases/*.case > "$R/cudnn_cases_914.txt" 2>&1
+echo "cudnn 9.14 case files rc=$?"; cat "$R/cudnn_cases_914.txt" | head -20
+ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN timeout 60 $AF run --kernel cudnn.sdpa --pass bwd tests/kernels/cudnn/cases/*.case \
+  > "$R/cudnn_cases_919.txt" 2>&1
+echo "cudnn 9.19 case files rc=$?"; cat "$R/cudnn_cases_919.txt" | head -20
+audit cudnn914 2 $sweep_s cudnn.sdpa
+# bash exports an assignment before a function call for the call's duration.
+ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN audit cudnn919 2 $sweep_s cudnn.sdpa
+if [ -n "$extra_step" ]; then
+  ( timeout $(($(left) - 30)) bash -c "$extra_step" > "$R/extra.txt" 2>&1; echo "extra step rc=$?" >> "$R/extra.txt" ) &
+  pids+=($!)
+fi
+
+step "build the libtorch plugin"
+B=/tmp/build-torch
+( cmake -S kernels/torch -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" &&
+  cmake --build $B -j 8 --target attnfuzz_torch ) > "$R/torch_build.log" 2>&1 || tail -30 "$R/torch_build.log"
+TL=$(ls $B/libattnfuzz_torch.so 2>/dev/null)
+echo "plugin: ${TL:-none}"
+TORCH_BWD=torch.flash,torch.efficient,torch.cudnn,torch.math
+if [ -n "$TL" ]; then
+  export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN  # one process, one libcudnn.so.9
+  $AF --kernel-lib "$TL" kernels > "$R/kernels.txt" 2>&1
+  sed -n '/^backward kernels/,$p' "$R/kernels.txt" | head -60
+  step "the torch backward on the case files"
+  timeout 90 $AF --kernel-lib "$TL" run --kernel $TORCH_BWD --pass bwd tests/kernels/cudnn/cases/*.case \
+    tests/harness/run/cases/*.case > "$R/torch_cases.txt" 2>&1
+  echo "torch case files rc=$?"; head -40 "$R/torch_cases.txt"
+  audit torch 6 $((sweep_s - SECONDS + 20)) $TORCH_BWD --kernel-lib "$TL"
+fi
+
+step "waiting for the audits"
+wait "${pids[@]}"
+pids=()
+for f in "$R"/*.log; do echo "--- $f"; grep -A14 '^audit matrix' "$f" | head -40; tail -1 "$f"; done
+
+step "every case this run saved, re-run on the H200 ($(left) s left)"
+( unset ATTNFUZZ_CUDNN_LIB; repro cudnn914 "$R/cudnn914/corpus" ) & pids+=($!)
+( repro cudnn919 "$R/cudnn919/corpus" ) & pids+=($!)
+[ -n "$TL" ] && { repro torch "$R/torch/corpus" --kernel-lib "$TL" & pids+=($!); }
+wait "${pids[@]}"
+step done
