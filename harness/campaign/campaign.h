@@ -8,6 +8,9 @@
 // the report are the same for any --jobs.  With a case limit the whole run
 // is reproducible; with a time limit, the prefix that ran is.
 //
+// Passes: each kernel slot (CampaignKernel) is a forward or a backward
+// kernel; `fuzz --pass both` gives every case to both slots of a name.
+//
 // Durability: a new failure is minimized and saved to the corpus (atomic
 // write) before the next case is consumed; reopening the corpus resumes
 // (signatures already saved are recognised and not minimized again).

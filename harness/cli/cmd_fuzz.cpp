@@ -99,12 +99,13 @@ std::vector<CampaignKernel> resolve_pass_kernels(const KernelRegistry& reg, cons
       continue;
     }
     const BackwardKernelEntry* backward = reg.backward_entry(name);
-    if (!backward) {
-      throw BadInput{reg.find(name) ? fmt::format("--kernel: '{}' has no backward kernel of that name for --pass {} "
-                                                  "(see `attnfuzz kernels`)",
-                                                  name, pass_name(pass))
-                                    : "--kernel: no backward kernel '" + name + "' (see `attnfuzz kernels`)"};
-    }
+    if (!backward && reg.find(name))
+      throw BadInput{fmt::format("--kernel: '{}' has no backward kernel of that name for --pass {} "
+                                 "(see `attnfuzz kernels`)",
+                                 name, pass_name(pass))};
+    if (!backward)
+      throw BadInput{fmt::format("--kernel: {} kernel '{}' (see `attnfuzz kernels`)",
+                                 pass == Pass::Both ? "unknown" : "no backward", name)};
     if (pass == Pass::Both && reg.find(name)) add_forward(name);
     add_backward(*backward);
   }

@@ -312,6 +312,14 @@ afz_backward_kernel narrow_backward(const char* base, const char* name) {
   return k;
 }
 
+// The backward tests' sweep: one row (9 cells) per shard, short minimizations.
+AuditOptions backward_options(std::vector<CampaignKernel> kernels, int shard, const std::string& corpus = "") {
+  AuditOptions o = slot_options(std::move(kernels), shard, corpus);
+  o.shards = int(kNarrowRows);
+  o.minimize_options.max_runs = 10;
+  return o;
+}
+
 TEST(AuditBackward, ReferencePassesEveryCellAndAMutantFailsWithRepros) {
   const afz_backward_kernel good = narrow_backward("cpu.bwd.fa2", "good");
   const afz_backward_kernel bad = narrow_backward("cpu.bwd.mutant.ds_no_scale", "bad");
@@ -319,9 +327,10 @@ TEST(AuditBackward, ReferencePassesEveryCellAndAMutantFailsWithRepros) {
   RunOptions determinism;
   determinism.check_determinism = true;  // as `attnfuzz audit` runs
   const Runner runner(determinism);
-  const Report r = run_audit(slot_options({backward_campaign_kernel(good, "builtin"), backward_campaign_kernel(bad, "builtin")},
-                                          0, corpus.str()),
-                             runner);
+  const Report r = run_audit(
+      backward_options({backward_campaign_kernel(good, "builtin"), backward_campaign_kernel(bad, "builtin")}, 0,
+                       corpus.str()),
+      runner);
   ASSERT_EQ(r.audits.size(), 2u);
   EXPECT_EQ(r.audits[0].kernel, "good [bwd]");
   EXPECT_EQ(r.audits[1].kernel, "bad [bwd]");
@@ -369,7 +378,7 @@ TEST(AuditBackward, SupportsDecidesUnsupportedWithItsReason) {
   afz_backward_kernel picky = narrow_backward("cpu.bwd.fa2", "picky");
   picky.supports = decline_all;
   const Runner runner(RunOptions{});
-  const Report r = run_audit(slot_options({backward_campaign_kernel(picky, "builtin")}, 0), runner);
+  const Report r = run_audit(backward_options({backward_campaign_kernel(picky, "builtin")}, 0), runner);
   ASSERT_EQ(r.audits.size(), 1u);
   ASSERT_FALSE(r.audits[0].cells.empty());
   for (const ReportAuditCell& c : r.audits[0].cells) EXPECT_EQ(c.status, "unsupported") << c.row;
@@ -383,7 +392,7 @@ TEST(AuditBackward, ShardsMergeWithThePass) {
   const Runner runner(RunOptions{});
   std::vector<Report> parts;
   for (int shard : {0, 1})
-    parts.push_back(run_audit(slot_options({backward_campaign_kernel(good, "builtin")}, shard), runner));
+    parts.push_back(run_audit(backward_options({backward_campaign_kernel(good, "builtin")}, shard), runner));
   std::string error;
   const std::optional<Report> merged = merge_reports(parts, &error);
   ASSERT_TRUE(merged) << error;

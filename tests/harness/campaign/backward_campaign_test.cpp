@@ -55,8 +55,9 @@ CampaignKernel slot(const char* name) {
 
 TEST(BackwardCampaign, FindsTheMutantInItsGradientAndSavesARepro) {
   const testing::TempDir corpus("afz-bwd-corpus"), out("afz-bwd-report");
-  CampaignOptions o = quick({slot(kScaleMutant)}, 12);
+  CampaignOptions o = quick({slot(kScaleMutant)}, 8);
   o.corpus_dir = corpus.str();
+  o.minimize_options.max_runs = 20;
   const Runner runner{RunOptions{}};
   const Report r = run_campaign(o, runner);
   EXPECT_TRUE(r.errors.empty()) << r.errors.front();
