@@ -35,6 +35,12 @@ step "short campaign over every CPU kernel"
 "$build/attnfuzz" fuzz --kernel all --time 60 --seed "${CI_SEED:-1}" --progress plain \
   --corpus "$out/corpus" --out "$out/campaign"
 
+step "short backward campaign over every correct backward kernel (the reference and the example plugin's)"
+# 'all' leaves the mutants out; a failure here is a defect of the harness or of a reference.
+"$build/attnfuzz" --kernel-lib "$build/kernels/plugin_example/libattnfuzz_plugin_example.so" \
+  fuzz --kernel all --pass bwd --cases "${CI_BWD_CASES:-150}" --seed "${CI_SEED:-1}" --progress plain \
+  --corpus "$out/corpus-bwd" --out "$out/campaign-bwd"
+
 step "a Python kernel under a campaign through the bridge (kernels/python)"
 ATTNFUZZ_PYTHON=/usr/bin/python3 "$build/attnfuzz" \
   --kernel-lib "$build/kernels/python/libattnfuzz_python.so#attnfuzz.kernels.numpy_reference:kernel" \

@@ -366,7 +366,7 @@ class Audit {
   std::string failure(size_t k, const SweepWork& w, VerdictClass cls, int64_t cell, int n);
   void fuzz_phase(double seconds);
   std::string repro_command(size_t k, const std::string& path, VerdictClass cls) const;
-  std::optional<CaseOutcome> run_one(const afz_kernel& k, const Case& c) const;
+  std::optional<CaseOutcome> run_one(size_t k, const Case& c) const;
   Report finish(const std::string& stop_reason);
 
   const AuditOptions& o_;
@@ -391,10 +391,9 @@ class Audit {
   int64_t sweep_cases_ = 0, fuzz_cases_ = 0;
 };
 
-std::optional<CaseOutcome> Audit::run_one(const afz_kernel& k, const Case& c) const {
+std::optional<CaseOutcome> Audit::run_one(size_t k, const Case& c) const {
   try {
-    Materialized m(c);
-    return runner_.run(k, m);
+    return run_campaign_kernel(o_.kernels[k], runner_, c, /*rerun=*/false);
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -418,7 +417,7 @@ SweepWork Audit::compute(int64_t cell, int n) const {
     bool any = false;
     for (size_t k = 0; k < kernels_.size(); ++k) {
       declined[k] = unsupported_reason(*kernels_[k], inputs->problem());
-      any |= declined[k].empty();
+      any |= declined[k].empty() && !o_.kernels[k].backward;  // the forward oracle is for forward kernels
     }
     OracleResult reference;
     if (any) {
@@ -432,7 +431,10 @@ SweepWork Audit::compute(int64_t cell, int n) const {
         w.outcomes[k].verdict.detail = declined[k];
         continue;
       }
-      w.outcomes[k] = runner_.run(*kernels_[k], *inputs, &reference);
+      w.outcomes[k] = run_campaign_kernel(o_.kernels[k], runner_, w.c, *inputs, &reference, /*rerun=*/false);
+      // A backward slot materializes its own inputs and runs its own oracle.
+      w.generate_s += w.outcomes[k].timing.generate;
+      w.oracle_s += w.outcomes[k].timing.oracle;
     }
   } catch (const std::exception& e) {
     w.error = e.what();
@@ -444,7 +446,8 @@ SweepWork Audit::compute(int64_t cell, int n) const {
 // its raw signature is met (as the campaign does).
 std::string Audit::failure(size_t k, const SweepWork& w, VerdictClass cls, int64_t cell, int n) {
   const afz_kernel& kernel = *kernels_[k];
-  const std::string raw = signature_of(kernel.name, cls, w.c).text();
+  const std::string gradient = failure_gradient(o_.kernels[k], w.outcomes[k].verdict);
+  const std::string raw = signature_of(kernel.name, cls, w.c, gradient).text();
   if (auto it = raw_to_signature_.find(raw); it != raw_to_signature_.end()) {
     report_.count_raw_occurrence(raw);
     ++report_.failures[by_signature_[it->second]].occurrences;
@@ -454,6 +457,8 @@ std::string Audit::failure(size_t k, const SweepWork& w, VerdictClass cls, int64
   ReportFailure f;
   f.kernel = kernel.name;
   f.verdict = cls;
+  f.pass = o_.kernels[k].backward ? "bwd" : "";
+  f.gradient = gradient;
   f.raw_signature = raw;
   f.generator = classes_[g]->name;
   f.seed = o_.seed;
@@ -462,8 +467,8 @@ std::string Audit::failure(size_t k, const SweepWork& w, VerdictClass cls, int64
 
   CaseOutcome last = w.outcomes[k];
   auto still_fails = [&](const Case& cand) {
-    std::optional<CaseOutcome> out = run_one(kernel, cand);
-    if (!out || out->verdict.cls != cls) return false;
+    std::optional<CaseOutcome> out = run_one(k, cand);
+    if (!out || out->verdict.cls != cls || failure_gradient(o_.kernels[k], out->verdict) != gradient) return false;
     last = *out;
     return true;
   };
@@ -483,8 +488,8 @@ std::string Audit::failure(size_t k, const SweepWork& w, VerdictClass cls, int64
   }
   report_.timing.minimize_s += minimize_time.seconds();
   Case best = mr.best;
-  best.kernel = kernel.name;
-  f.signature = signature_of(kernel.name, cls, best).text();
+  stamp_failure_case(o_.kernels[k], best);
+  f.signature = signature_of(kernel.name, cls, best, gradient).text();
   f.detail = last.verdict.detail;
   f.worst = last.verdict.worst;
   f.minimize = {mr.from.elements, mr.to.elements, mr.runs, mr.seconds, mr.exhausted};
@@ -495,7 +500,8 @@ std::string Audit::failure(size_t k, const SweepWork& w, VerdictClass cls, int64
       fmt::format("audit seed {} cell {} x {} case {}", o_.seed, rows_[r].name(), f.generator, n),
   };
   for (const std::string& line : failure_provenance(f, ""))
-    if (line.starts_with("verdict ") || line.starts_with("worst ") || line.starts_with("minimized "))
+    if (line.starts_with("pass ") || line.starts_with("verdict ") || line.starts_with("worst ") ||
+        line.starts_with("minimized "))
       best.provenance.push_back(line);
   if (corpus_) {
     std::string path, error;
@@ -762,6 +768,7 @@ Report Audit::finish(const std::string& stop_reason) {
                          masked_row_name(kernel.conventions.masked_row_output),
                          empty_lse_name(kernel.conventions.empty_lse), kernel_s_[k],
                          split_between(timing_at_start_[k], library_kernel_timing(kernel))});
+    if (o_.kernels[k].backward) r.kernels.back().pass = "bwd";
   }
   for (size_t g = 0; g < classes_.size(); ++g)
     r.generators.push_back({classes_[g]->name, classes_[g]->default_weight, class_cases_[g]});

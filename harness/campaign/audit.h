@@ -10,7 +10,10 @@
 // what the kernel is asked to support.  Cells a kernel declines are
 // "unsupported", never failures; a failing cell's case is minimized (same
 // kernel, same verdict class) and saved to the corpus, so `attnfuzz repro`
-// takes the folder as it is.
+// takes the folder as it is.  A backward slot (CampaignKernel::backward,
+// `audit --pass bwd`) sweeps the rows its backward kernel's caps span; its
+// supports() declines cells with its reason, its cells are judged on dQ, dK,
+// dV, and its repros record `pass bwd`.
 //
 // Determinism: cell (row r, class c, case n) is a pure function of
 // (seed, r, c, n); workers only compute, results are consumed in cell order,

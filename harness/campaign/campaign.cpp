@@ -57,10 +57,10 @@ CaseWork run_case(const CampaignOptions& o, const Runner& runner, int64_t index)
     w.generate_s = generate.seconds();
     // Capabilities first: a case no kernel takes costs no oracle time.
     std::vector<std::string> declined(o.kernels.size());
-    bool any = false;
+    bool any = false;  // a forward kernel takes the case: the forward oracle runs
     for (size_t k = 0; k < o.kernels.size(); ++k) {
       declined[k] = unsupported_reason(*o.kernels[k].kernel, inputs->problem());
-      any |= declined[k].empty();
+      any |= declined[k].empty() && !o.kernels[k].backward;
     }
     const bool rerun = reruns_case(o.seed, uint64_t(index), o.rerun_share);
     OracleResult reference;
@@ -79,8 +79,11 @@ CaseWork run_case(const CampaignOptions& o, const Runner& runner, int64_t index)
         w.outcomes[k].verdict.detail = declined[k];
         continue;
       }
-      w.outcomes[k] = runner.run(*o.kernels[k].kernel, *inputs, &reference, rerun);
+      w.outcomes[k] = run_campaign_kernel(o.kernels[k], runner, w.c, *inputs, &reference, rerun);
       w.reruns += w.outcomes[k].reran ? 1 : 0;
+      // A backward slot materializes its own inputs and runs its own oracle.
+      w.generate_s += w.outcomes[k].timing.generate;
+      w.oracle_s += w.outcomes[k].timing.oracle;
     }
   } catch (const std::exception& e) {
     w.error = e.what();
@@ -116,7 +119,7 @@ class Campaign {
  private:
   void consume(CaseWork& w);
   void failure(const CaseWork& w, size_t k);
-  std::optional<CaseOutcome> run_one(const afz_kernel& k, const Case& c, VerdictClass cls) const;
+  std::optional<CaseOutcome> run_one(size_t k, const Case& c, VerdictClass cls) const;
   std::string repro_command(size_t k, const std::string& path, VerdictClass cls) const;
   void add_raw(ReportFailure f, const CaseSize& size);
   ProgressSnapshot snapshot() const;
@@ -145,10 +148,9 @@ class Campaign {
 
 // Runs k on c as the failure of class `cls` was found: a nondeterministic
 // one shows only when the kernel runs twice.
-std::optional<CaseOutcome> Campaign::run_one(const afz_kernel& k, const Case& c, VerdictClass cls) const {
+std::optional<CaseOutcome> Campaign::run_one(size_t k, const Case& c, VerdictClass cls) const {
   try {
-    Materialized m(c);
-    return runner_.run(k, m, nullptr, cls == VerdictClass::Nondeterministic);
+    return run_campaign_kernel(o_.kernels[k], runner_, c, cls == VerdictClass::Nondeterministic);
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -185,9 +187,12 @@ void Campaign::add_raw(ReportFailure f, const CaseSize& size) {
 }
 
 void Campaign::failure(const CaseWork& w, size_t k) {
-  const afz_kernel& kernel = *o_.kernels[k].kernel;
+  const CampaignKernel& slot = o_.kernels[k];
+  const afz_kernel& kernel = *slot.kernel;
   const VerdictClass cls = w.outcomes[k].verdict.cls;
-  const std::string raw = signature_of(kernel.name, cls, w.c).text();
+  // A backward failure's gradient is part of what it is: minimization keeps it.
+  const std::string gradient = failure_gradient(slot, w.outcomes[k].verdict);
+  const std::string raw = signature_of(kernel.name, cls, w.c, gradient).text();
 
   // Seen in this run: one more occurrence.
   if (auto it = raw_to_signature_.find(raw); it != raw_to_signature_.end()) {
@@ -199,6 +204,8 @@ void Campaign::failure(const CaseWork& w, size_t k) {
   ReportFailure f;
   f.kernel = kernel.name;
   f.verdict = cls;
+  f.pass = slot.backward ? "bwd" : "";
+  f.gradient = gradient;
   f.raw_signature = raw;
   f.generator = w.generator->name;
   f.seed = o_.seed;
@@ -209,7 +216,7 @@ void Campaign::failure(const CaseWork& w, size_t k) {
   // the same way, and take it without minimizing again.
   if (corpus_) {
     if (const CorpusEntry* e = corpus_->find_seen(raw)) {
-      if (auto again = run_one(kernel, e->c, cls); again && again->verdict.cls == cls) {
+      if (auto again = run_one(k, e->c, cls); again && again->verdict.cls == cls) {
         f.signature = e->signature;
         f.status = known_at_start_.count(e->signature) ? "known" : "new";
         f.detail = again->verdict.detail;
@@ -230,8 +237,8 @@ void Campaign::failure(const CaseWork& w, size_t k) {
   MinimizeResult mr;
   if (o_.minimize) {
     auto still_fails = [&](const Case& cand) {
-      std::optional<CaseOutcome> out = run_one(kernel, cand, cls);
-      if (!out || out->verdict.cls != cls) return false;
+      std::optional<CaseOutcome> out = run_one(k, cand, cls);
+      if (!out || out->verdict.cls != cls || failure_gradient(slot, out->verdict) != gradient) return false;
       last = *out;  // the verdict of the case minimize keeps
       return true;
     };
@@ -243,8 +250,8 @@ void Campaign::failure(const CaseWork& w, size_t k) {
   report_.timing.minimize_s += minimize_time.seconds();
 
   Case best = mr.best;
-  best.kernel = kernel.name;
-  f.signature = signature_of(kernel.name, cls, best).text();
+  stamp_failure_case(slot, best);
+  f.signature = signature_of(kernel.name, cls, best, gradient).text();
   f.detail = last.verdict.detail;
   f.worst = last.verdict.worst;
   f.minimize = {mr.from.elements, mr.to.elements, mr.runs, mr.seconds, mr.exhausted};
@@ -259,7 +266,7 @@ void Campaign::failure(const CaseWork& w, size_t k) {
     if (*saved == Corpus::Saved::Smaller && f.status == "known") f.status = "smaller";
     if (*saved == Corpus::Saved::KeptExisting) {
       // The corpus holds a repro no larger: report that one, with its verdict.
-      if (auto again = run_one(kernel, e.c, cls)) {
+      if (auto again = run_one(k, e.c, cls)) {
         f.detail = again->verdict.detail;
         f.worst = again->verdict.worst;
       }
@@ -434,6 +441,7 @@ Report Campaign::assemble(const std::string& stop_reason) const {
                          masked_row_name(kernel.conventions.masked_row_output),
                          empty_lse_name(kernel.conventions.empty_lse), kernel_s_[k],
                          split_between(timing_at_start_[k], library_kernel_timing(kernel))});
+    if (o_.kernels[k].backward) r.kernels.back().pass = "bwd";
   }
   const auto& entries = o_.mix.entries();
   for (size_t g = 0; g < entries.size(); ++g)
@@ -485,6 +493,7 @@ std::vector<std::string> failure_provenance(const ReportFailure& f, const std::s
   std::vector<std::string> p;
   p.push_back(line("found by attnfuzz " + std::string(kAttnfuzzVersion) + " fuzz on " + date_utc));
   p.push_back(line("kernel " + f.kernel));
+  if (!f.pass.empty()) p.push_back(line("pass " + f.pass + (f.gradient.empty() ? "" : " gradient " + f.gradient)));
   p.push_back(line("campaign seed " + std::to_string(f.seed) + " case " + std::to_string(f.case_index) + " class " +
                    f.generator));
   p.push_back(line("verdict " + std::string(verdict_name(f.verdict)) + (f.detail.empty() ? "" : ": " + f.detail)));
@@ -603,8 +612,12 @@ ReplayResult replay_corpus(const ReplayOptions& o, const KernelRegistry& registr
       ReportFailure f;
       f.kernel = kernel;
       f.verdict = v.cls;
+      if (failing_pass == Pass::Bwd) {
+        f.pass = "bwd";
+        f.gradient = failing_gradient(v);
+      }
       f.signature = provenance_value(*c, kProvSignature);
-      if (f.signature.empty()) f.signature = signature_of(f.kernel, v.cls, *c).text();
+      if (f.signature.empty()) f.signature = signature_of(f.kernel, v.cls, *c, f.gradient).text();
       f.raw_signature = f.signature;
       f.status = "new";  // a corpus case failing again is a regression
       f.generator = "corpus";
@@ -637,7 +650,7 @@ ReplayResult replay_corpus(const ReplayOptions& o, const KernelRegistry& registr
             o.kernels.empty() ? "" : "--kernel " + std::string(k.kernel->name) + " ", outcome.verdict);
     }
     for (const BackwardKernelEntry* e : backward) {
-      const std::string name = std::string(e->kernel->name) + " [bwd]";
+      const std::string name = backward_label(e->kernel->name);
       const size_t slot = slot_for(name, e->origin, e->kernel->description, e->kernel->conventions, "bwd");
       if (!backward_fast) {
         backward_fast = make_fast_backward_oracle();
@@ -645,7 +658,8 @@ ReplayResult replay_corpus(const ReplayOptions& o, const KernelRegistry& registr
       }
       BackwardOutcome outcome;
       try {
-        outcome = run_backward_case(*e->kernel, *c, *backward_fast, backward_precise.get());
+        outcome = run_backward_case(*e->kernel, *c, *backward_fast, backward_precise.get(),
+                                    runner.options().check_determinism, runner.options().timeout_s);
       } catch (const std::exception& ex) {
         say(err, file + ": " + ex.what());
         res.bad_input = true;
@@ -661,6 +675,86 @@ ReplayResult replay_corpus(const ReplayOptions& o, const KernelRegistry& registr
   r.run.wall_s = r.timing.wall_s = clock.seconds();
   r.timing.cases_per_second = r.run.wall_s > 0 ? double(r.run.cases) / r.run.wall_s : 0;
   return res;
+}
+
+std::string backward_label(const std::string& name) { return name + " [bwd]"; }
+
+CampaignKernel backward_campaign_kernel(const afz_backward_kernel& k, const std::string& origin) {
+  // The view's strings live beside it: the afz_kernel only points at them.
+  struct View {
+    std::string name, description;
+    afz_kernel kernel{};
+  };
+  auto view = std::make_shared<View>();
+  view->name = backward_label(k.name);
+  view->description = k.description ? k.description : "";
+  view->kernel.name = view->name.c_str();
+  view->kernel.description = view->description.c_str();
+  view->kernel.caps = k.caps;
+  view->kernel.precision = k.precision;
+  view->kernel.conventions = k.conventions;
+  // run stays null: the view is never run (run_campaign_kernel runs `backward`).
+  CampaignKernel out;
+  out.backward_view = std::shared_ptr<const afz_kernel>(view, &view->kernel);
+  out.kernel = out.backward_view.get();
+  out.origin = origin;
+  out.backward = &k;
+  return out;
+}
+
+namespace {
+
+// The backward oracles of every backward slot: stateless, so one pair
+// serves every worker thread.
+struct BackwardOracles {
+  std::unique_ptr<BackwardOracle> fast = make_fast_backward_oracle();
+  std::unique_ptr<BackwardOracle> precise = make_escalation_backward_oracle();
+};
+const BackwardOracles& backward_oracles() {
+  static const BackwardOracles oracles;
+  return oracles;
+}
+
+CaseOutcome run_backward_slot(const CampaignKernel& k, const Runner& runner, const Case& c, bool rerun) {
+  const BackwardOracles& oracles = backward_oracles();
+  CaseOutcome out;
+  try {
+    const BackwardOutcome b = run_backward_case(*k.backward, c, *oracles.fast, oracles.precise.get(),
+                                                rerun || runner.options().check_determinism,
+                                                runner.options().timeout_s);
+    out.verdict = b.verdict;
+    out.timing = b.timing;
+    out.reran = b.reran;
+  } catch (const NoExactGradients& e) {
+    // The gradients of non-finite inputs do not exist: the case says
+    // nothing about the kernel.
+    out.verdict.cls = VerdictClass::Unsupported;
+    out.verdict.detail = std::string("no exact gradients: ") + e.what();
+  }
+  return out;
+}
+
+}  // namespace
+
+CaseOutcome run_campaign_kernel(const CampaignKernel& k, const Runner& runner, const Case& c, Materialized& m,
+                                OracleResult* reference, bool rerun) {
+  if (k.backward) return run_backward_slot(k, runner, c, rerun);
+  return runner.run(*k.kernel, m, reference, rerun);
+}
+
+CaseOutcome run_campaign_kernel(const CampaignKernel& k, const Runner& runner, const Case& c, bool rerun) {
+  if (k.backward) return run_backward_slot(k, runner, c, rerun);
+  Materialized m(c);
+  return runner.run(*k.kernel, m, nullptr, rerun);
+}
+
+std::string failure_gradient(const CampaignKernel& k, const Verdict& v) {
+  return k.backward ? failing_gradient(v) : "";
+}
+
+void stamp_failure_case(const CampaignKernel& k, Case& c) {
+  c.kernel = k.backward ? k.backward->name : k.kernel->name;
+  c.pass = k.pass();
 }
 
 Report run_campaign(const CampaignOptions& options, const Runner& runner) {

@@ -8,6 +8,9 @@
 // the report are the same for any --jobs.  With a case limit the whole run
 // is reproducible; with a time limit, the prefix that ran is.
 //
+// Passes: each kernel slot (CampaignKernel) is a forward or a backward
+// kernel; `fuzz --pass both` gives every case to both slots of a name.
+//
 // Durability: a new failure is minimized and saved to the corpus (atomic
 // write) before the next case is consumed; reopening the corpus resumes
 // (signatures already saved are recognised and not minimized again).
@@ -15,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,10 +38,42 @@ namespace afz {
 std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path,
                                VerdictClass verdict = VerdictClass::Pass);
 
+// One kernel slot of a campaign or audit: a forward kernel, or (with
+// `backward` set) a backward kernel, judged on dQ, dK, dV.  A backward
+// slot's `kernel` is a view of the backward kernel (its caps, conventions
+// and description) named "NAME [bwd]" and never run itself: counts, audit
+// matrices, signatures and reports then keep it apart from a forward kernel
+// of the same name, as replay does.
 struct CampaignKernel {
   const afz_kernel* kernel = nullptr;
   std::string origin;
+  const afz_backward_kernel* backward = nullptr;
+  std::shared_ptr<const afz_kernel> backward_view;  // owns `kernel` for a backward slot
+  Pass pass() const { return backward ? Pass::Bwd : Pass::Fwd; }
 };
+
+// The backward slot of a backward kernel from `origin`.
+CampaignKernel backward_campaign_kernel(const afz_backward_kernel& k, const std::string& origin);
+// "NAME [bwd]": how reports name a backward kernel.
+std::string backward_label(const std::string& name);
+
+// Case c through slot k: a forward kernel through the runner on `m` (the
+// case's materialized inputs) against `reference` (computed when null); a
+// backward kernel through run_backward_case, with the run's backward
+// oracles.  `rerun` asks for the determinism check (the runner's
+// --determinism asks for it on every case).  A case whose exact gradients
+// do not exist (non-finite inputs) is Unsupported for a backward slot,
+// with the oracle's reason.  Throws std::runtime_error for unbuildable cases.
+CaseOutcome run_campaign_kernel(const CampaignKernel& k, const Runner& runner, const Case& c, Materialized& m,
+                                OracleResult* reference, bool rerun);
+// The same from the case alone (materialized here: minimization, resumes).
+CaseOutcome run_campaign_kernel(const CampaignKernel& k, const Runner& runner, const Case& c, bool rerun);
+// What a failure of slot k adds to its signature: the failing gradient of
+// a backward verdict ("dq", "dk", "dv"), "" for a forward kernel.
+std::string failure_gradient(const CampaignKernel& k, const Verdict& v);
+// The case as saved for a failure of slot k: named after the kernel (the
+// backward kernel's own name) and recording the pass that failed.
+void stamp_failure_case(const CampaignKernel& k, Case& c);
 
 struct CampaignOptions {
   std::vector<CampaignKernel> kernels;

@@ -24,6 +24,7 @@ constexpr int64_t kSweepProgressEvery = 500;
 
 struct AuditArgs {
   std::vector<std::string> kernels;
+  std::string pass = "fwd";
   std::string time = kDefaultAuditTime;
   std::string sweep_time;
   int cases_per_cell = 1;
@@ -38,7 +39,7 @@ struct AuditArgs {
 int run_audit_command(const Globals& g, const AuditArgs& a) {
   const KernelRegistry reg = g.registry();
   AuditOptions o;
-  o.kernels = resolve_kernels(reg, a.kernels);
+  o.kernels = resolve_pass_kernels(reg, a.kernels, parse_pass_flag(a.pass).value_or(Pass::Fwd));
   o.seed = a.seed;
   o.time_s = parse_duration(a.time);
   if (!a.sweep_time.empty()) o.sweep_time_s = parse_duration(a.sweep_time);
@@ -76,8 +77,8 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
   ProgressLine progress(stdout, ProgressLine::detect(stdout));
   o.on_fuzz_progress = [&](const ProgressSnapshot& s) { progress.update(s); };
   o.on_failure = [&](const ReportFailure& f) {
-    progress.message(fmt::format("{} failure: {} {} (class {}){}", f.status, f.kernel, verdict_name(f.verdict),
-                                 f.generator, f.repro.empty() ? "" : "\n  repro: " + f.repro));
+    progress.message(fmt::format("{} failure: {} (class {}){}", f.status, failure_label(f), f.generator,
+                                 f.repro.empty() ? "" : "\n  repro: " + f.repro));
   };
   // Before a release every case runs twice and must give identical bits,
   // unless the kernel declares itself nondeterministic (AFZ_CAP_NONDETERMINISTIC).
@@ -109,6 +110,10 @@ Action add_audit_command(CLI::App& app, Globals& g) {
   auto a = std::make_shared<AuditArgs>();
   sub->add_option("--kernel,-k", a->kernels, "kernel name or comma list (conventions are compared across them)")
       ->required();
+  sub->add_option("--pass", a->pass,
+                  "fwd, bwd (the backward kernels of the same names: dQ, dK, dV; their supports() decides "
+                  "unsupported cells) or both")
+      ->capture_default_str();
   sub->add_option("--time,-t", a->time, "the whole audit's time: the sweep always completes, the fuzz phase gets "
                                         "the rest but at least a quarter (120, 90s, 5m, 1.5h)")
       ->capture_default_str();

@@ -78,6 +78,47 @@ std::vector<std::string> resolve_backward_kernels(const KernelRegistry& reg, con
   return out;
 }
 
+std::vector<CampaignKernel> resolve_pass_kernels(const KernelRegistry& reg, const std::vector<std::string>& specs,
+                                                 Pass pass) {
+  if (pass == Pass::Fwd) return resolve_kernels(reg, specs);
+  std::vector<CampaignKernel> out;
+  auto add_forward = [&](const std::string& name) {
+    for (const CampaignKernel& k : resolve_kernels(reg, {name}))
+      if (std::none_of(out.begin(), out.end(), [&](const CampaignKernel& o) { return o.kernel == k.kernel; }))
+        out.push_back(k);
+  };
+  auto add_backward = [&](const BackwardKernelEntry& e) {
+    if (std::none_of(out.begin(), out.end(), [&](const CampaignKernel& o) { return o.backward == e.kernel; }))
+      out.push_back(backward_campaign_kernel(*e.kernel, e.origin));
+  };
+  for (const std::string& name : kernel_names(specs)) {
+    if (name == "all") {
+      if (pass == Pass::Both) add_forward(name);
+      for (const BackwardKernelEntry& e : reg.backward_entries())
+        if (in_all_kernels(e.origin)) add_backward(e);
+      continue;
+    }
+    const BackwardKernelEntry* backward = reg.backward_entry(name);
+    if (!backward && reg.find(name))
+      throw BadInput{fmt::format("--kernel: '{}' has no backward kernel of that name for --pass {} "
+                                 "(see `attnfuzz kernels`)",
+                                 name, pass_name(pass))};
+    if (!backward)
+      throw BadInput{fmt::format("--kernel: {} kernel '{}' (see `attnfuzz kernels`)",
+                                 pass == Pass::Both ? "unknown" : "no backward", name)};
+    if (pass == Pass::Both && reg.find(name)) add_forward(name);
+    add_backward(*backward);
+  }
+  if (out.empty()) throw BadInput{"--kernel: no backward kernel named"};
+  return out;
+}
+
+std::string failure_label(const ReportFailure& f) {
+  std::string s = f.kernel + " " + std::string(verdict_name(f.verdict));
+  if (!f.gradient.empty()) s += " in " + f.gradient;
+  return s;
+}
+
 // "90", "90s", "5m", "1.5h" -> seconds.
 double parse_duration(const std::string& s) {
   double value = 0;
@@ -97,16 +138,22 @@ std::string verdict_column(const ReportCell& c, VerdictClass v) {
   return n ? std::to_string(n) : "-";
 }
 
+// The summary table's kernel column: at least this wide.
+constexpr size_t kKernelColumn = 24;
+
 // The end-of-run table: one row per kernel x class, failures by class.
 void print_summary(const Report& r, const std::string& report_dir) {
   const ReportRun& run = r.run;
   fmt::print("\nattnfuzz {}: {} cases in {:.1f} s ({:.1f} cases/s), seed {}, jobs {}, oracle {}\n", run.kind, run.cases,
              run.wall_s, r.timing.cases_per_second, run.seed, run.jobs, run.oracle);
-  fmt::print("{:<24} {:<10} {:>7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6}\n", "kernel", "class", "cases", "pass", "unsup",
-             "fail", "num", "naninf", "other");
+  // The kernel column fits the longest name ("cpu.bwd.mutant.ds_no_scale [bwd]").
+  size_t width = kKernelColumn;
+  for (const ReportCell& c : r.cells) width = std::max(width, c.kernel.size());
+  fmt::print("{:<{}} {:<10} {:>7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6}\n", "kernel", width, "class", "cases", "pass",
+             "unsup", "fail", "num", "naninf", "other");
   for (const ReportCell& c : r.cells) {
     const int64_t other = c.failed() - c.count(VerdictClass::NumericMismatch) - c.count(VerdictClass::NanInf);
-    fmt::print("{:<24} {:<10} {:>7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6}\n", c.kernel, c.generator, c.cases,
+    fmt::print("{:<{}} {:<10} {:>7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6}\n", c.kernel, width, c.generator, c.cases,
                c.count(VerdictClass::Pass), verdict_column(c, VerdictClass::Unsupported),
                c.failed() ? std::to_string(c.failed()) : "-", verdict_column(c, VerdictClass::NumericMismatch),
                verdict_column(c, VerdictClass::NanInf), other ? std::to_string(other) : "-");
@@ -155,6 +202,7 @@ void write_report(const Report& r, const std::string& dir) {
 
 struct FuzzArgs {
   std::vector<std::string> kernels;
+  std::string pass = "fwd";
   std::string time;
   int64_t cases = -1;
   uint64_t seed = 1;
@@ -171,7 +219,7 @@ struct FuzzArgs {
 int run_fuzz(const Globals& g, const FuzzArgs& a) {
   const KernelRegistry reg = g.registry();
   CampaignOptions o;
-  o.kernels = resolve_kernels(reg, a.kernels);
+  o.kernels = resolve_pass_kernels(reg, a.kernels, parse_pass_flag(a.pass).value_or(Pass::Fwd));
   o.seed = a.seed;
   o.first_case = a.first_case;
   o.time_s = a.time.empty() ? -1 : parse_duration(a.time);
@@ -199,8 +247,8 @@ int run_fuzz(const Globals& g, const FuzzArgs& a) {
   ProgressLine progress(stdout, progress_mode(a.progress));
   o.on_progress = [&](const ProgressSnapshot& s) { progress.update(s); };
   o.on_failure = [&](const ReportFailure& f) {
-    progress.message(fmt::format("{} failure: {} {} (case {}, class {}){}", f.status, f.kernel,
-                                 verdict_name(f.verdict), f.case_index, f.generator,
+    progress.message(fmt::format("{} failure: {} (case {}, class {}){}", f.status, failure_label(f), f.case_index,
+                                 f.generator,
                                  f.repro.empty() ? "" : "\n  repro: " + f.repro));
   };
   if (!a.out.empty() && a.checkpoint > 0) {
@@ -263,6 +311,9 @@ Action add_fuzz_command(CLI::App& app, Globals& g) {
   auto a = std::make_shared<FuzzArgs>();
   sub->add_option("--kernel,-k", a->kernels, "kernel name, comma list, or 'all' (every non-mutant kernel)")
       ->required();
+  sub->add_option("--pass", a->pass,
+                  "fwd, bwd (the backward kernels of the same names: dQ, dK, dV) or both, per case")
+      ->capture_default_str();
   auto* time = sub->add_option("--time,-t", a->time, "run for this long: 90, 90s, 5m, 1.5h");
   sub->add_option("--cases,-n", a->cases, "run this many cases (default " + std::to_string(kDefaultCases) +
                                               " when no --time)")

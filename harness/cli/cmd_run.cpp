@@ -87,9 +87,9 @@ int run_files(const Globals& g, const RunArgs& a) {
       }
       if (bk) {
         if (!backward_oracles) backward_oracles.emplace();
-        const BackwardOutcome o =
-            run_backward_case(*bk, *c, *backward_oracles->fast, backward_oracles->precise.get(), g.timeout_s);
-        print_outcome(file, std::string(bk->name) + " [bwd]", o.verdict, repro_flags);
+        const BackwardOutcome o = run_backward_case(*bk, *c, *backward_oracles->fast, backward_oracles->precise.get(),
+                                                    runner.options().check_determinism, g.timeout_s);
+        print_outcome(file, backward_label(bk->name), o.verdict, repro_flags);
         failed |= is_failure(o.verdict.cls);
       }
     } catch (const std::exception& e) {

@@ -50,6 +50,14 @@ std::vector<CampaignKernel> resolve_kernels(const KernelRegistry& reg, const std
 // names that are no backward kernel are skipped, or BadInput if all_must_exist.
 std::vector<std::string> resolve_backward_kernels(const KernelRegistry& reg, const std::vector<std::string>& specs,
                                                   bool all_must_exist);
+// The kernel slots of fuzz and audit under --pass: the named forward
+// kernels (fwd), the backward kernels of the same names (bwd: 'all' is every
+// non-mutant backward kernel; a name without a backward kernel is BadInput),
+// or both (a name that is only a backward kernel runs the backward alone).
+std::vector<CampaignKernel> resolve_pass_kernels(const KernelRegistry& reg, const std::vector<std::string>& specs,
+                                                 Pass pass);
+// "NAME [bwd] numeric_mismatch in dq": a failure as progress lines name it.
+std::string failure_label(const ReportFailure& f);
 // --pass: nullopt when not given, else fwd | bwd | both; BadInput otherwise.
 std::optional<Pass> parse_pass_flag(const std::string& flag);
 // "90", "90s", "5m", "1.5h" -> seconds; BadInput otherwise.

@@ -100,6 +100,7 @@ struct Judge {
             const double bnd = bound(t, e, terms), err = std::fabs(double(kv) - ov);
             const double over = bnd > 0 ? err / bnd : (err > 0 ? std::numeric_limits<double>::infinity() : 0.0);
             v.max_abs_error = std::max(v.max_abs_error, err);
+            v.grad_stats[size_t(g)].add_element(over, err / ulp(AFZ_F32, ov));
             if (over > v.max_over_bound) {
               v.max_over_bound = over;
               v.worst = {true, false, b, h, s, x, kv, ov, err, bnd, err / ulp(AFZ_F32, ov), over, name};

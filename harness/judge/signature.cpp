@@ -22,8 +22,10 @@ std::string Signature::text() const {
 
 std::string Signature::short_hash() const { return fmt::format("{:016x}", fnv1a64(text())); }
 
-Signature signature_of(const std::string& kernel, VerdictClass verdict, const Case& c) {
-  return {kernel, verdict, case_features(c), shape_class(c)};
+Signature signature_of(const std::string& kernel, VerdictClass verdict, const Case& c, const std::string& gradient) {
+  Signature s{kernel, verdict, case_features(c), shape_class(c)};
+  if (!gradient.empty()) s.features.push_back(std::string(kGradientFeaturePrefix) + gradient);
+  return s;
 }
 
 }  // namespace afz

@@ -1,5 +1,6 @@
 // Judging a kernel's outputs against the oracle, element by element.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -52,7 +53,14 @@ struct Verdict {
   // output dtype, the LSE in fp32.  Reports add them up per kernel.
   afz_dtype o_dtype = AFZ_F32;
   ErrorSeries o_stats, lse_stats;
+  // A backward verdict's per-element error / bound of dQ, dK, dV (in the
+  // order of kGradientNames; ulps of fp32 at the element), for the report's
+  // "dq", "dk", "dv" series.
+  std::array<ErrorSeries, 3> grad_stats;
 };
+
+// The gradients of a backward verdict, as WorstElement::tensor names them.
+inline constexpr std::array<std::string_view, 3> kGradientNames = {"dq", "dk", "dv"};
 
 // Compares the kernel's outputs in m with oracle r.  Rows the fast tier
 // cannot decide are recomputed with `escalate` (may be null).

@@ -51,6 +51,9 @@ constexpr Family kFeatureFamilies[] = {
     {"mqa", "heads"},
     // Values past each sequence that a correct kernel never reads.
     {"poison:", "poison"},
+    // No family joins the gradients of a backward failure ("grad:dq",
+    // signature.h): each is its own, so a defect of dQ and one of dV (in
+    // FlashAttention separate loops, even kernels) are separate findings.
 };
 
 bool precision_only(std::string_view feature) {

@@ -30,7 +30,8 @@
 //   generators: [{name, weight, cases}]
 //   counts:     [{kernel, generator, cases, pass, unsupported, failed,
 //               by_verdict {VERDICT: n, ...}}]  one per kernel x class that ran
-//   failures:   [{kernel, verdict, signature, raw_signature, status (new | smaller | known),
+//   failures:   [{kernel, verdict, pass (optional: "bwd"), gradient (optional: dq | dk | dv, the
+//               backward failure's gradient), signature, raw_signature, status (new | smaller | known),
 //               generator, seed, case_index, occurrences, detail, worst {...},
 //               case_file, repro, case_text, minimize {from_elements, to_elements,
 //               runs, seconds, exhausted}}]  one per failure signature
@@ -51,7 +52,8 @@
 //               complete, which is what makes merging shards exact.
 //   raw_failures_complete: false once a raw signature was left out of raw_failures (version 2)
 //   error_stats: {axes {error {lo_exp, hi_exp}, score {lo_exp, hi_exp}, key_position_bins},
-//               series: [{kernel, series (o.fp16 | o.bf16 | o.fp32 | o.e4m3 | lse), elements, rows,
+//               series: [{kernel, series (o.fp16 | o.bf16 | o.fp32 | o.e4m3 | lse, or a backward
+//               kernel's dq | dk | dv: per element only, rows 0), elements, rows,
 //               max_over_bound, max_ulps, over_bound [[bin, n]], ulps [[bin, n]],
 //               by_key_position [[key_bin, error_bin, n]], key_position_max [[key_bin, max]],
 //               by_score [[score_bin, error_bin, n]], score_max [[score_bin, max]]}]}
@@ -163,6 +165,8 @@ struct ReportMinimize {
 struct ReportFailure {
   std::string kernel;
   VerdictClass verdict = VerdictClass::Pass;
+  std::string pass;             // "bwd": a backward kernel's ("NAME [bwd]"); "" forward
+  std::string gradient;         // a backward failure's gradient: "dq", "dk", "dv" ("" when none is named)
   std::string signature;        // of the minimized case
   std::string raw_signature;    // of the case as generated
   std::string status;           // new | smaller | known

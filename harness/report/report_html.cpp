@@ -112,17 +112,21 @@ std::string percent(int64_t part, int64_t whole) {
 // Anchors of failures, by signature (audit cells and mutants link to them).
 std::string failure_anchor(size_t i) { return fmt::format("failure-{}", i + 1); }
 
-// The series in display order: O by dtype width, then the LSE.
+// The series in display order: O by dtype width, the LSE, then a backward
+// kernel's gradients (each plotted on its own, error vs bound).
+constexpr const char* kSeriesOrder[] = {"o.fp32", "o.bf16", "o.fp16", "o.e4m3", "lse", "dq", "dk", "dv"};
 int series_rank(const std::string& s) {
-  static const char* order[] = {"o.fp32", "o.bf16", "o.fp16", "o.e4m3", "lse"};
-  for (int i = 0; i < 5; ++i)
-    if (s == order[i]) return i;
-  return 5;
+  for (size_t i = 0; i < std::size(kSeriesOrder); ++i)
+    if (s == kSeriesOrder[i]) return int(i);
+  return int(std::size(kSeriesOrder));
 }
 
 std::string series_title(const std::string& s) {
   if (s == "lse") return "LSE (fp32)";
   if (s.starts_with("o.")) return "O in " + s.substr(2);
+  if (s == "dq") return "dQ (backward, fp32)";
+  if (s == "dk") return "dK (backward, fp32)";
+  if (s == "dv") return "dV (backward, fp32)";
   return s;
 }
 
@@ -457,7 +461,12 @@ class Page {
       captions.push_back("Distribution of every judged element's error / bound; exact results (error 0) are "
                          "counted in the legend, not drawn. Right of the dashed line is a failure.");
       plots.push_back(std::move(ulps));
-      captions.push_back("The same errors in ulps of the output dtype at the row's scale.");
+      captions.push_back(series_rank(s) > series_rank("lse")
+                             ? "The same errors in ulps of fp32 at the element (gradients are fp32)."
+                             : "The same errors in ulps of the output dtype at the row's scale.");
+      // A gradient's series has no rows (a gradient element sums over rows
+      // or keys): its error vs bound and ulps are the whole picture.
+      if (std::find(kGradientNames.begin(), kGradientNames.end(), s) != kGradientNames.end()) continue;
       plots.push_back(std::move(position));
       captions.push_back("Rows binned by where their largest score sits (late maxima and partial last blocks on "
                          "the right); solid: worst row of the bin, dashed: median row.");

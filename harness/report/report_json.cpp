@@ -93,7 +93,7 @@ Json worst_json(const WorstElement& w) {
   Json j;
   j["valid"] = w.valid;
   if (!w.valid) return j;
-  j["tensor"] = w.is_lse ? "lse" : "o";
+  j["tensor"] = w.is_lse ? "lse" : w.tensor.empty() ? "o" : w.tensor;  // a backward gradient: dq, dk, dv
   j["b"] = w.b;
   j["h"] = w.h;
   j["i"] = w.i;
@@ -111,7 +111,7 @@ Json worst_json(const WorstElement& w) {
 }
 
 Json failure_json(const ReportFailure& f) {
-  return {{"kernel", f.kernel},
+  Json j = {{"kernel", f.kernel},
           {"verdict", verdict_name(f.verdict)},
           {"signature", f.signature},
           {"raw_signature", f.raw_signature},
@@ -131,6 +131,11 @@ Json failure_json(const ReportFailure& f) {
             {"runs", f.minimize.runs},
             {"seconds", f.minimize.seconds},
             {"exhausted", f.minimize.exhausted}}}};
+  // Optional keys, only for a backward kernel's failure: readers of
+  // forward-only reports see no change.
+  if (!f.pass.empty()) j["pass"] = f.pass;
+  if (!f.gradient.empty()) j["gradient"] = f.gradient;
+  return j;
 }
 
 // A maximum that may be infinite (an error against a zero bound) or NaN.
@@ -421,6 +426,8 @@ struct Reader {
     get(f, "kernel", o.kernel);
     get(f, "verdict", verdict_text);
     o.verdict = verdict(verdict_text);
+    get(f, "pass", o.pass);
+    get(f, "gradient", o.gradient);
     get(f, "signature", o.signature);
     get(f, "raw_signature", o.raw_signature);
     get(f, "status", o.status);
@@ -435,6 +442,7 @@ struct Reader {
         std::string tensor;
         get(*w, "tensor", tensor);
         o.worst.is_lse = tensor == "lse";
+        if (tensor != "lse" && tensor != "o") o.worst.tensor = tensor;
         get(*w, "b", o.worst.b);
         get(*w, "h", o.worst.h);
         get(*w, "i", o.worst.i);

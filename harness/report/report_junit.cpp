@@ -45,6 +45,7 @@ std::string failure_text(const ReportFailure& f) {
   std::string s = fmt::format("{} {} [{}]: {}\n  signature: {}\n  found in {} case(s); repro from case {} (seed {})\n",
                               f.kernel, verdict_name(f.verdict), f.status, f.detail, f.signature, f.occurrences,
                               f.case_index, f.seed);
+  if (!f.pass.empty()) s += "  pass: " + f.pass + (f.gradient.empty() ? "" : ", gradient " + f.gradient) + "\n";
   if (f.worst.valid) s += "  worst: " + f.worst.format() + "\n";
   s += "  repro: " + (f.repro.empty() ? std::string("(no case file saved; the case text is in report.json)") : f.repro) + "\n";
   return s;

@@ -27,6 +27,7 @@ void Report::add_error_stats(const std::string& kernel, const Verdict& v) {
   };
   add("o." + std::string(dtype_name(v.o_dtype)), v.o_stats);
   add("lse", v.lse_stats);
+  for (size_t g = 0; g < kGradientNames.size(); ++g) add(std::string(kGradientNames[g]), v.grad_stats[g]);
 }
 
 void Report::record_case(ReportCase c) {

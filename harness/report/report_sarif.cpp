@@ -98,6 +98,10 @@ std::string report_to_sarif(const Report& r) {
                      {"caseIndex", f.case_index},
                      {"repro", f.repro},
                      {"caseText", f.case_text}}}};
+    // A backward kernel's finding: the pass, and the gradient it is in
+    // (findings of different gradients are different findings).
+    if (!f.pass.empty()) result["properties"]["pass"] = f.pass;
+    if (!f.gradient.empty()) result["properties"]["gradient"] = f.gradient;
     if (const int i = rule_index(worst_verdict); i >= 0) result["ruleIndex"] = i;
     results.push_back(std::move(result));
   }

@@ -1,6 +1,8 @@
 #include "harness/run/backward_runner.h"
 
+#include <chrono>
 #include <stdexcept>
+#include <string_view>
 
 #include "harness/case/backward_problem.h"
 #include "harness/case/case_io.h"
@@ -13,11 +15,41 @@
 
 namespace afz {
 
+namespace {
+
+struct Stopwatch {
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+};
+
+// dQ, dK, dV as bytes: fp32, dense [b][h][s][d] (backward_problem.h), so
+// batch * stride[0] elements each, padding included (its poison must
+// survive both runs alike).
+std::vector<uint8_t> gradient_bytes(const afz_backward_problem& p) {
+  std::vector<uint8_t> out;
+  for (const afz_tensor* t : {&p.dq, &p.dk, &p.dv}) {
+    const auto* first = static_cast<const uint8_t*>(t->data);
+    out.insert(out.end(), first, first + size_t(p.fwd->batch) * size_t(t->stride[0]) * sizeof(float));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string failing_gradient(const Verdict& v) {
+  for (std::string_view g : kGradientNames)
+    if (v.detail.size() > g.size() && v.detail.starts_with(g) && (v.detail[g.size()] == '[' || v.detail[g.size()] == ' '))
+      return std::string(g);
+  return v.worst.valid ? v.worst.tensor : "";
+}
+
 BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, const BackwardOracle& oracle,
-                                  const BackwardOracle* escalate, double timeout_s) {
+                                  const BackwardOracle* escalate, bool rerun, double timeout_s) {
   BackwardOutcome out;
+  const Stopwatch generate;
   Materialized m(c);
   BackwardMaterialized bm(m);
+  out.timing.generate = generate.seconds();
   // Caps decide support exactly as for a forward kernel with the same caps.
   afz_kernel as_forward{};
   as_forward.name = k.name;
@@ -34,31 +66,39 @@ BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, c
     return out;
   }
   GradResult r;
+  const Stopwatch oracle_time;
   try {
     r = oracle.compute(*bm.problem().fwd, bm.dout());
   } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(std::string("backward oracle: ") + e.what());
+    throw NoExactGradients(std::string("backward oracle: ") + e.what());
   }
+  out.timing.oracle = oracle_time.seconds();
   out.oracle = oracle.name();
   bm.set_forward_outputs(r);
   bm.poison_outputs();
   // GPU kernels run in the worker process on a guarded device mirror (a
   // fault or hang there is a verdict); CPU kernels run here.
-  KernelRun run;
   std::string out_of_bounds;
-  if (k.caps.flags & AFZ_CAP_GPU) {
-    gpu::WorkerRun w = gpu::run_backward_in_worker(k, bm.problem(), timeout_s);
-    run = w.run;
-    out_of_bounds = w.out_of_bounds;
-  } else {
-    char error[512] = {};
-    const int rc = k.run(&k, &bm.problem(), error, sizeof error);
-    run.status = rc == 0 ? RunStatus::Ok
-                 : rc == AFZ_RUN_UNSUPPORTED ? RunStatus::Unsupported
-                 : rc == AFZ_RUN_HANG        ? RunStatus::Hang
-                                             : RunStatus::Error;
-    run.message = error;
-  }
+  auto run_once = [&]() {
+    const Stopwatch kernel_time;
+    KernelRun run;
+    if (k.caps.flags & AFZ_CAP_GPU) {
+      gpu::WorkerRun w = gpu::run_backward_in_worker(k, bm.problem(), timeout_s);
+      run = w.run;
+      if (out_of_bounds.empty()) out_of_bounds = w.out_of_bounds;
+    } else {
+      char error[512] = {};
+      const int rc = k.run(&k, &bm.problem(), error, sizeof error);
+      run.status = rc == 0                     ? RunStatus::Ok
+                   : rc == AFZ_RUN_UNSUPPORTED ? RunStatus::Unsupported
+                   : rc == AFZ_RUN_HANG        ? RunStatus::Hang
+                                               : RunStatus::Error;
+      run.message = error;
+    }
+    out.timing.kernel += kernel_time.seconds();
+    return run;
+  };
+  const KernelRun run = run_once();
   switch (run.status) {
     case RunStatus::Ok: break;
     case RunStatus::Unsupported:
@@ -75,11 +115,27 @@ BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, c
       out.verdict.detail = std::string("kernel error: ") + run.message;
       return out;
   }
+  }
+  const Stopwatch judge_time;
   out.verdict = judge_backward(k, bm, r, escalate);
+  out.timing.judge = judge_time.seconds();
   if (out.verdict.escalated_rows) out.oracle = escalate->name();
   if (!out_of_bounds.empty() && int(out.verdict.cls) < int(VerdictClass::OutOfBounds)) {
     out.verdict.cls = VerdictClass::OutOfBounds;
     out.verdict.detail = out_of_bounds;
+    return out;
+  }
+  if (!rerun || (k.caps.flags & AFZ_CAP_NONDETERMINISTIC) || is_failure(out.verdict.cls)) return out;
+  const std::vector<uint8_t> first = gradient_bytes(bm.problem());
+  bm.poison_outputs();
+  out.reran = true;
+  const KernelRun again = run_once();
+  if (again.status != RunStatus::Ok) {
+    out.verdict.cls = again.status == RunStatus::Hang ? VerdictClass::Hang : VerdictClass::Crash;
+    out.verdict.detail = "second run (determinism check): kernel error: " + again.message;
+  } else if (gradient_bytes(bm.problem()) != first) {
+    out.verdict.cls = VerdictClass::Nondeterministic;
+    out.verdict.detail = "a second run on the same inputs gave different dQ, dK, dV bits";
   }
   return out;
 }

@@ -6,11 +6,13 @@
 // a forward kernel's outputs), run it, and judge dQ, dK, dV element by element.
 #pragma once
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "harness/case/case.h"
 #include "harness/judge/verdict.h"
+#include "harness/run/runner.h"
 #include "oracles/backward_oracle.h"
 
 namespace afz {
@@ -21,13 +23,31 @@ inline constexpr double kDefaultBackwardTimeoutS = 60;
 struct BackwardOutcome {
   Verdict verdict;
   std::string oracle;  // the tier whose result was judged
+  Timing timing;
+  bool reran = false;  // the kernel ran a second time to check its bits
 };
 
-// Throws std::runtime_error with a one-line message for unbuildable cases.
+// What run_backward_case throws when the backward oracle refuses the
+// inputs (it takes finite inputs only: the gradients of inf do not exist).
+struct NoExactGradients : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Throws std::runtime_error with a one-line message for unbuildable cases,
+// NoExactGradients where the backward oracle refuses the inputs.  With `rerun`, a run that
+// passes runs again on the same inputs and must give identical dQ, dK, dV
+// bits, unless the kernel declares AFZ_CAP_NONDETERMINISTIC (atomics).
 // A kernel with AFZ_CAP_GPU runs in this thread's worker process (harness/
 // run/gpu): device pointers, guard margins, `timeout_s` before a hang verdict.
 BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, const BackwardOracle& oracle,
-                                  const BackwardOracle* escalate, double timeout_s = kDefaultBackwardTimeoutS);
+                                  const BackwardOracle* escalate, bool rerun = false,
+                                  double timeout_s = kDefaultBackwardTimeoutS);
+
+// The gradient a backward failure is in: "dq", "dk" or "dv", the one its
+// detail names (the judge's details start with the element or tensor,
+// "dv[b=0 h=1 s=3 x=2] ..." or "dk written in padding ..."), else that of
+// the worst element; "" when neither names one (a crash, a hang).
+std::string failing_gradient(const Verdict& v);
 
 struct BackwardGateRow {
   std::string kernel;

@@ -239,7 +239,9 @@ typedef int (*afz_kernel_timing_fn)(const afz_kernel* kernel, afz_kernel_timing*
  *
  * with the same lifetime rules.  precision.p_dtype also says what dS is
  * rounded to before the dQ / dK products (a tensor-core GEMM takes it in the
- * input dtype, like P before P^T dO). */
+ * input dtype, like P before P^T dO).  Determinism checks (fuzz's rerun
+ * share, audit, --determinism) run a backward kernel twice and compare the
+ * dQ, dK, dV bits, unless caps.flags has AFZ_CAP_NONDETERMINISTIC (atomics). */
 typedef struct afz_backward_problem {
   const afz_problem* fwd;              /* inputs and shape; fwd->o, fwd->lse unused */
   afz_tensor dout;                     /* dO [b][heads_q][i][dv], input */

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -15,8 +16,12 @@
 #include "harness/campaign/audit.h"
 #include "harness/campaign/corpus.h"
 #include "harness/case/case_file.h"
+#include "harness/report/report_views.h"
+#include "harness/run/backward_runner.h"
+#include "kernels/cpu/backward_kernels.h"
 #include "tests/harness/report/json_schema.h"
 #include "tests/harness/report/report_fixture.h"
+#include "tests/temp_dir.h"
 
 namespace afz {
 namespace {
@@ -37,9 +42,9 @@ constexpr int kShards = 32;  // 5 rows x every class each
 constexpr int kNoMaskShard = 0;     // rows 0-4: nomask mha fixed, every layout
 constexpr int kAddNegInfShard = 20; // rows 100-104: add_-inf mha fixed
 
-AuditOptions options(std::vector<const afz_kernel*> kernels, int shard, const std::string& corpus = "") {
+AuditOptions slot_options(std::vector<CampaignKernel> kernels, int shard, const std::string& corpus = "") {
   AuditOptions o;
-  for (const afz_kernel* k : kernels) o.kernels.push_back({k, "builtin"});
+  o.kernels = std::move(kernels);
   o.seed = 3;
   o.time_s = 0;  // the sweep only: no fuzz phase
   o.shard = shard;
@@ -50,6 +55,12 @@ AuditOptions options(std::vector<const afz_kernel*> kernels, int shard, const st
   o.command = "audit tests";
   o.interleave_cells = false;  // shards of known rows
   return o;
+}
+
+AuditOptions options(std::vector<const afz_kernel*> kernels, int shard, const std::string& corpus = "") {
+  std::vector<CampaignKernel> slots;
+  for (const afz_kernel* k : kernels) slots.push_back({k, "builtin"});
+  return slot_options(std::move(slots), shard, corpus);
 }
 
 TEST(AuditRows, CrossEveryAxisTheKernelsClaim) {
@@ -284,6 +295,112 @@ TEST(Audit, RejectsUnusableOptions) {
   o.shard = o.shards;
   EXPECT_THROW(run_audit(o, runner), std::runtime_error);
   EXPECT_THROW(run_audit(options({}, 0), runner), std::runtime_error);
+}
+
+// The audit through the backward pass (audit --pass bwd): the sweep over a
+// backward kernel's cells, its supports() deciding what is unsupported (with
+// its reason), the reference passing every cell it takes, a backward mutant
+// failing cells whose repros record `pass bwd` and fail again, and shards of
+// the sweep merging as for the forward.
+
+// Like `base`, claiming only bf16 and head dim 64: 160 rows, as narrow() above.
+afz_backward_kernel narrow_backward(const char* base, const char* name) {
+  afz_backward_kernel k = *find_backward_kernel(base);
+  k.name = name;
+  k.caps.in_dtypes = k.caps.out_dtypes = 1u << AFZ_BF16;
+  k.caps.min_head_dim = k.caps.max_head_dim = 64;
+  return k;
+}
+
+// The backward tests' sweep: one row (9 cells) per shard, short minimizations.
+AuditOptions backward_options(std::vector<CampaignKernel> kernels, int shard, const std::string& corpus = "") {
+  AuditOptions o = slot_options(std::move(kernels), shard, corpus);
+  o.shards = int(kNarrowRows);
+  o.minimize_options.max_runs = 10;
+  return o;
+}
+
+TEST(AuditBackward, ReferencePassesEveryCellAndAMutantFailsWithRepros) {
+  const afz_backward_kernel good = narrow_backward("cpu.bwd.fa2", "good");
+  const afz_backward_kernel bad = narrow_backward("cpu.bwd.mutant.ds_no_scale", "bad");
+  const testing::TempDir corpus("afz-audit-bwd");
+  RunOptions determinism;
+  determinism.check_determinism = true;  // as `attnfuzz audit` runs
+  const Runner runner(determinism);
+  const Report r = run_audit(
+      backward_options({backward_campaign_kernel(good, "builtin"), backward_campaign_kernel(bad, "builtin")}, 0,
+                       corpus.str()),
+      runner);
+  ASSERT_EQ(r.audits.size(), 2u);
+  EXPECT_EQ(r.audits[0].kernel, "good [bwd]");
+  EXPECT_EQ(r.audits[1].kernel, "bad [bwd]");
+  ASSERT_EQ(r.kernels.size(), 2u);
+  EXPECT_EQ(r.kernels[0].pass, "bwd");
+  EXPECT_TRUE(r.errors.empty()) << r.errors.front();
+  int passing = 0;
+  for (const ReportAuditCell& c : r.audits[0].cells) {
+    EXPECT_NE(c.status, "fail") << c.row << " x " << c.column << ": " << c.signature;
+    passing += c.status == "pass";
+  }
+  EXPECT_GT(passing, 0);
+  EXPECT_GT(r.run.reruns, 0) << "determinism: every passing case ran twice";
+  const auto oracle = make_fast_backward_oracle();
+  const auto precise = make_escalation_backward_oracle();
+  int failing = 0;
+  for (const ReportAuditCell& c : r.audits[1].cells) {
+    if (c.status != "fail") continue;
+    ++failing;
+    const auto f = std::find_if(r.failures.begin(), r.failures.end(),
+                                [&](const ReportFailure& x) { return x.signature == c.signature; });
+    ASSERT_NE(f, r.failures.end()) << c.row << " x " << c.column;
+    EXPECT_EQ(f->pass, "bwd");
+    EXPECT_NE(f->gradient, "dv") << "dV does not use the scale";
+    std::string error;
+    const std::optional<Case> saved = load_case_file(f->case_file, &error);
+    ASSERT_TRUE(saved) << error;
+    EXPECT_EQ(saved->kernel, "bad");
+    EXPECT_EQ(saved->pass, Pass::Bwd);
+    EXPECT_EQ(f->repro, "attnfuzz --determinism repro " + f->case_file);
+    EXPECT_TRUE(is_failure(run_backward_case(bad, *saved, *oracle, precise.get()).verdict.cls)) << f->case_file;
+  }
+  EXPECT_GT(failing, 0);
+  EXPECT_FALSE(r.passed());
+  const std::vector<std::string> summary = audit_summary(r);
+  EXPECT_EQ(summary.front().rfind("good [bwd]: ", 0), 0u) << summary.front();
+}
+
+int decline_all(const afz_backward_kernel*, const afz_backward_problem*, char* reason, size_t len) {
+  std::snprintf(reason, len, "test: this backward kernel takes no problem");
+  return 1;
+}
+
+TEST(AuditBackward, SupportsDecidesUnsupportedWithItsReason) {
+  afz_backward_kernel picky = narrow_backward("cpu.bwd.fa2", "picky");
+  picky.supports = decline_all;
+  const Runner runner(RunOptions{});
+  const Report r = run_audit(backward_options({backward_campaign_kernel(picky, "builtin")}, 0), runner);
+  ASSERT_EQ(r.audits.size(), 1u);
+  ASSERT_FALSE(r.audits[0].cells.empty());
+  for (const ReportAuditCell& c : r.audits[0].cells) EXPECT_EQ(c.status, "unsupported") << c.row;
+  ASSERT_EQ(r.audits[0].unsupported_reasons.count("test: this backward kernel takes no problem"), 1u);
+  EXPECT_TRUE(r.passed());
+}
+
+// Two shards of the backward sweep merge into the matrix of both.
+TEST(AuditBackward, ShardsMergeWithThePass) {
+  const afz_backward_kernel good = narrow_backward("cpu.bwd.fa2", "good");
+  const Runner runner(RunOptions{});
+  std::vector<Report> parts;
+  for (int shard : {0, 1})
+    parts.push_back(run_audit(backward_options({backward_campaign_kernel(good, "builtin")}, shard), runner));
+  std::string error;
+  const std::optional<Report> merged = merge_reports(parts, &error);
+  ASSERT_TRUE(merged) << error;
+  ASSERT_EQ(merged->kernels.size(), 1u);
+  EXPECT_EQ(merged->kernels[0].name, "good [bwd]");
+  EXPECT_EQ(merged->kernels[0].pass, "bwd");
+  ASSERT_EQ(merged->audits.size(), 1u);
+  EXPECT_EQ(merged->audits[0].cells.size(), parts[0].audits[0].cells.size() + parts[1].audits[0].cells.size());
 }
 
 }  // namespace
