@@ -16,7 +16,7 @@ namespace afz::cudnn {
 
 constexpr int kAxes = 4;
 
-bool is_b16(afz_dtype t) { return t == AFZ_F16 || t == AFZ_BF16; }
+inline bool is_b16(afz_dtype t) { return t == AFZ_F16 || t == AFZ_BF16; }
 
 inline cudnnDataType_t io_type(afz_dtype t) { return t == AFZ_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF; }
 
