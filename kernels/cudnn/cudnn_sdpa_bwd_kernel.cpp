@@ -229,8 +229,22 @@ int supports(const afz_backward_kernel*, const afz_backward_problem* p, char* re
   return 1;
 }
 
+// A process with no usable device (a CPU machine, a driver older than the
+// runtime) cannot run the kernel: `unsupported`, as the forward's harness
+// path says for GPU kernels there, not a crash of the kernel.
+std::string no_device_reason() {
+  int count = 0;
+  if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess)
+    return std::string("no usable CUDA device: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
+  return count > 0 ? "" : "no CUDA device";
+}
+
 int run(const afz_backward_kernel*, const afz_backward_problem* p, char* error, size_t len) {
   try {
+    if (const std::string why = no_device_reason(); !why.empty()) {
+      write_message(error, len, why);
+      return AFZ_RUN_UNSUPPORTED;
+    }
     const CudnnLibrary& lib = cudnn_library();
     // The worker may have found another library (or none) than the harness.
     const std::string why = lib.loaded ? shape_reason(*p, lib.version) : lib.describe();
