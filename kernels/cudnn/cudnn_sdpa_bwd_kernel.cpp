@@ -22,6 +22,11 @@
 namespace afz::cudnn {
 namespace {
 
+// cudnn-frontend's support surface for the backward: head dims above 128
+// from cuDNN 9.23 on (its v1.24.1 release notes: "SDPA backward now supports
+// hidden dimension d=256. Requires cuDNN 9.23.0 or later").
+constexpr size_t kCudnn9_23_0 = 92300;
+constexpr int kMaxHeadDimBefore9_23 = 128;
 // Backward plans kept per worker (see the forward's cache).
 constexpr size_t kPlanCacheEntries = 64;
 // Every byte 0xFF: a NaN in fp16 and bf16 alike.  cuDNN's gradient scratch
@@ -73,6 +78,8 @@ std::string shape_reason(const afz_backward_problem& bp, size_t version) {
   seen.o = dense_tensor(nullptr, f.q.dtype, {f.batch, f.heads_q, f.max_seqlen_q, f.head_dim_v});
   seen.lse = nullptr;
   if (std::string why = sdpa_unsupported_reason(seen, version); !why.empty()) return why;
+  if (version < kCudnn9_23_0 && (f.head_dim > kMaxHeadDimBefore9_23 || f.head_dim_v > kMaxHeadDimBefore9_23))
+    return "head dims above 128 in the SDPA backward need cuDNN 9.23 (cudnn-frontend's support surface)";
   if (bp.dout.dtype != f.q.dtype) return "dO must have the input dtype (an operand of the dO.V^T and P^T.dO GEMMs)";
   if (bp.out.dtype != f.q.dtype && bp.out.dtype != AFZ_F32) return "O must be fp32 or the input dtype";
   for (const afz_tensor* g : {&bp.dq, &bp.dk, &bp.dv})

@@ -355,6 +355,17 @@ TEST(CudnnSdpaBwdKernel, SupportsTakesStridedInputsAndDeclinesWhatTheGraphCannot
     EXPECT_NE(cudnn_sdpa_backward_unsupported_reason(b.p, lib).find("no key"), std::string::npos);
   }
   {
+    Shape wide = s;
+    wide.d = wide.dv = 256;
+    ShapeProblem sp(wide);
+    BwdShape b(sp);
+    const std::string why = cudnn_sdpa_backward_unsupported_reason(b.p, lib);
+    if (lib.version < 92300)
+      EXPECT_NE(why.find("above 128"), std::string::npos) << why;
+    else
+      EXPECT_EQ(why, "");
+  }
+  {
     ShapeProblem sp(s);
     sp.causal(AFZ_ALIGN_BOTTOM_RIGHT).add_mask();
     BwdShape b(sp);
