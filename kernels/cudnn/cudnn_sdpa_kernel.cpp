@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "kernels/cudnn/backend_descriptor.h"
+#include "kernels/cudnn/cudnn_sdpa_bwd_kernel.h"
+#include "kernels/cudnn/cudnn_runtime.h"
 #include "kernels/cudnn/mask_bias.h"
 #include "kernels/cudnn/sdpa_graph.h"
 #include "kernels/cudnn/sdpa_lowering.h"
@@ -33,9 +35,6 @@ namespace {
 // campaign visits many shapes, an audit sweeps a grid: 64 covers a grid's
 // working set without holding hundreds of modules.
 constexpr size_t kPlanCacheEntries = 64;
-// The seq_len_kv tensor starts this many int32 past seq_len_q's rounding, so
-// both device tensors keep the 16-byte alignment the graph declares.
-constexpr size_t kSeqLenAlignElements = size_t(kTensorAlignment) / sizeof(int32_t);
 
 // The adapter's guards against cuDNN defects measured on the H200 (cuDNN
 // 9.14 and 9.19): `cudnn.sdpa` declines what cuDNN gets wrong, so a campaign
@@ -60,51 +59,6 @@ const Guards& guards_of(const afz_kernel* self) {
 // repros show cuDNN's wrong results on them (sdpa_graph.h).
 bool allow_unaligned_rows(const Guards& g) { return !g.unaligned_rows; }
 
-void write_message(char* buf, size_t len, std::string msg) {
-  if (!buf || len == 0) return;
-  for (char& c : msg)
-    if (c == '\n' || c == '\r') c = ' ';
-  const size_t n = std::min(len - 1, msg.size());
-  std::memcpy(buf, msg.data(), n);
-  buf[n] = 0;
-}
-
-// Least recently used plans, by graph key.
-class PlanCache {
- public:
-  SdpaPlan* find(const std::string& key) {
-    auto it = index_.find(key);
-    if (it == index_.end()) return nullptr;
-    order_.splice(order_.begin(), order_, it->second);
-    return it->second->second.get();
-  }
-
-  SdpaPlan* insert(const std::string& key, std::unique_ptr<SdpaPlan> plan) {
-    if (order_.size() >= kPlanCacheEntries) {
-      // A plan's compiled module with launches still queued must not be
-      // destroyed (a use-after-free on the device).  run() synchronizes
-      // before it returns; this guards other callers.  Evictions are rare.
-      cudaDeviceSynchronize();
-      index_.erase(order_.back().first);
-      order_.pop_back();
-    }
-    order_.emplace_front(key, std::move(plan));
-    index_[key] = order_.begin();
-    return order_.front().second.get();
-  }
-
- private:
-  using Entry = std::pair<std::string, std::unique_ptr<SdpaPlan>>;
-  std::list<Entry> order_;
-  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
-};
-
-// A device buffer grown on demand and kept for the process.
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-};
-
 // The worker's cuDNN state: handles, plans, the workspace, device copies of
 // the seq lengths and the merged mask bias, scratch outputs.  Created on the
 // first run(), never destroyed: at process exit the CUDA context may already
@@ -112,7 +66,7 @@ struct DeviceBuffer {
 struct Session {
   std::mutex mu;
   std::unordered_map<int, cudnnHandle_t> handles;  // per device: a plan is bound to its handle's device
-  PlanCache plans;                                 // keyed by device and graph
+  PlanCache plans{kPlanCacheEntries};              // keyed by device and graph
   DeviceBuffer workspace, seqlens, bias, scratch_o, scratch_lse;
   std::vector<int32_t> host_q, host_k;
 };
@@ -122,45 +76,10 @@ Session& session() {
   return *s;
 }
 
-struct RunError {
-  int code = 0;  // 0, 1 or AFZ_RUN_UNSUPPORTED
-  std::string message;
-};
-
-RunError cuda_failure(const std::string& call, cudaError_t e) {
-  return {1, call + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e)};
-}
-
-// Grows `b` to at least `bytes` (cudaMalloc: 256-byte aligned).
-RunError ensure(DeviceBuffer* b, size_t bytes, const char* what) {
-  if (bytes <= b->bytes) return {};
-  if (b->ptr) cudaFree(b->ptr);  // synchronizes: no launch still reads it
-  b->ptr = nullptr;
-  b->bytes = 0;
-  if (cudaError_t e = cudaMalloc(&b->ptr, bytes); e != cudaSuccess)
-    return cuda_failure(std::string("cudaMalloc (") + what + ", " + std::to_string(bytes) + " bytes)", e);
-  b->bytes = bytes;
-  return {};
-}
-
-#define AFZ_TRY(expr)                    \
-  do {                                   \
-    if (RunError e_ = (expr); e_.code) { \
-      return e_;                         \
-    }                                    \
-  } while (0)
-
-#define AFZ_TRY_CUDA(call, what)                               \
-  do {                                                         \
-    if (cudaError_t e_ = (call); e_ != cudaSuccess) {          \
-      return cuda_failure(what, e_);                           \
-    }                                                          \
-  } while (0)
-
 class Runner {
  public:
   Runner(const CudnnLibrary& lib, Session& s, const afz_problem& p, const Guards& g)
-      : lib_(lib), api_(lib.api), s_(s), p_(p), guards_(g), run_(p), stream_(static_cast<cudaStream_t>(p.stream)) {}
+      : lib_(lib), s_(s), p_(p), guards_(g), run_(p), stream_(static_cast<cudaStream_t>(p.stream)) {}
 
   RunError run() {
     AFZ_TRY(prepare_handle());
@@ -178,17 +97,8 @@ class Runner {
       if (const void* ptr = pointer(Binding(b))) o.alignment[b] = pointer_alignment(ptr);
     const SdpaGraph graph = build_sdpa_graph(run_, o);
 
-    const std::string key = "device " + std::to_string(device_) + ": " + graph.key();
-    SdpaPlan* plan = s_.plans.find(key);
-    if (!plan) {
-      try {
-        plan = s_.plans.insert(key, build_sdpa_plan(api_, handle_, graph));
-      } catch (const PlanRefused& e) {
-        return unsupported(e.what());
-      } catch (const CudnnCallError& e) {
-        return unsupported(e.what());
-      }
-    }
+    SdpaPlan* plan = nullptr;
+    AFZ_TRY(cached_plan(lib_, &s_.plans, handle_, device_, graph, Determinism::Required, &plan));
     AFZ_TRY(ensure(&s_.workspace, size_t(plan->workspace_bytes), "cuDNN workspace"));
     AFZ_TRY(execute(graph, *plan));
     AFZ_TRY(copy_back_valid_rows());
@@ -200,74 +110,18 @@ class Runner {
   }
 
  private:
-  RunError unsupported(std::string m) const {
-    if (const std::string note = mixed_install_note(lib_); !note.empty()) m += " [" + note + "]";
-    return {AFZ_RUN_UNSUPPORTED, lib_.describe() + ": " + m};
-  }
+  RunError unsupported(std::string m) const { return unsupported_error(lib_, std::move(m)); }
 
-  RunError prepare_handle() {
-    AFZ_TRY_CUDA(cudaGetDevice(&device_), "cudaGetDevice");
-    cudnnHandle_t& h = s_.handles[device_];
-    if (!h)
-      if (cudnnStatus_t st = api_.Create(&h); st != CUDNN_STATUS_SUCCESS) {
-        h = nullptr;
-        return {1, lib_.describe() + ": cudnnCreate: " + status_text(api_, st)};
-      }
-    handle_ = h;
-    if (cudnnStatus_t st = api_.SetStream(handle_, stream_); st != CUDNN_STATUS_SUCCESS)
-      return {1, "cudnnSetStream: " + status_text(api_, st)};
-    return {};
-  }
+  RunError prepare_handle() { return device_handle(lib_, &s_.handles, stream_, &device_, &handle_); }
 
   // Host copies decide the padded path and the scratch outputs; the device
   // copy is the graph's seq-len tensors, in our own buffer so that their
   // alignment is known.
   RunError copy_seqlens() {
-    const size_t b = size_t(p_.batch), bytes = b * sizeof(int32_t);
-    s_.host_q.resize(b);
-    s_.host_k.resize(b);
-    const size_t kv_offset = (b + kSeqLenAlignElements - 1) / kSeqLenAlignElements * kSeqLenAlignElements;
-    AFZ_TRY(ensure(&s_.seqlens, (kv_offset + b) * sizeof(int32_t), "seq lengths"));
-    seq_q_ = static_cast<int32_t*>(s_.seqlens.ptr);
-    seq_kv_ = seq_q_ + kv_offset;
-    AFZ_TRY_CUDA(cudaMemcpyAsync(s_.host_q.data(), p_.seqlens_q, bytes, cudaMemcpyDeviceToHost, stream_),
-                 "cudaMemcpyAsync (seqlens_q to host)");
-    AFZ_TRY_CUDA(cudaMemcpyAsync(s_.host_k.data(), p_.seqlens_k, bytes, cudaMemcpyDeviceToHost, stream_),
-                 "cudaMemcpyAsync (seqlens_k to host)");
-    AFZ_TRY_CUDA(cudaMemcpyAsync(seq_q_, p_.seqlens_q, bytes, cudaMemcpyDeviceToDevice, stream_),
-                 "cudaMemcpyAsync (seqlens_q)");
-    AFZ_TRY_CUDA(cudaMemcpyAsync(seq_kv_, p_.seqlens_k, bytes, cudaMemcpyDeviceToDevice, stream_),
-                 "cudaMemcpyAsync (seqlens_k)");
-    AFZ_TRY_CUDA(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-    return {};
+    return cudnn::copy_seqlens(p_, stream_, &s_.seqlens, &s_.host_q, &s_.host_k, &seq_q_, &seq_kv_);
   }
 
-  // The boolean mask (and the additive one, if any) merged into one fp32
-  // bias on the host (mask_bias.h: the engine takes no select on a tensor).
-  RunError merge_bool_mask() {
-    const Dims full = {p_.batch, p_.heads_q, p_.max_seqlen_q, p_.max_seqlen_k};
-    std::vector<uint8_t> keep(size_t(mask_span_elements(p_.bool_mask, full)));
-    std::vector<float> add(p_.add_mask.data ? size_t(mask_span_elements(p_.add_mask, full)) : 0);
-    AFZ_TRY_CUDA(cudaMemcpyAsync(keep.data(), p_.bool_mask.data, keep.size(), cudaMemcpyDeviceToHost, stream_),
-                 "cudaMemcpyAsync (boolean mask to host)");
-    if (!add.empty())
-      AFZ_TRY_CUDA(cudaMemcpyAsync(add.data(), p_.add_mask.data, add.size() * sizeof(float),
-                                   cudaMemcpyDeviceToHost, stream_),
-                   "cudaMemcpyAsync (additive mask to host)");
-    AFZ_TRY_CUDA(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (masks)");
-    const MaskBias bias = merge_masks(p_, keep.data(), add.empty() ? nullptr : add.data());
-    const size_t bytes = bias.values.size() * sizeof(float);
-    AFZ_TRY(ensure(&s_.bias, bytes, "mask bias"));
-    AFZ_TRY_CUDA(cudaMemcpyAsync(s_.bias.ptr, bias.values.data(), bytes, cudaMemcpyHostToDevice, stream_),
-                 "cudaMemcpyAsync (mask bias)");
-    AFZ_TRY_CUDA(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (mask bias)");  // `bias` dies here
-    run_.bool_mask = afz_tensor{};
-    run_.add_mask.data = s_.bias.ptr;
-    run_.add_mask.dtype = AFZ_F32;
-    const Dims st = bias.strides();
-    std::copy(st.begin(), st.end(), run_.add_mask.stride);
-    return {};
-  }
+  RunError merge_bool_mask() { return merge_bool_mask_on_device(p_, stream_, &s_.bias, &run_); }
 
   // cuDNN writes every row of the O (and Stats) tensor it is given, the rows
   // past seq_len_q included (measured on an H200): legal for cuDNN, whose
@@ -342,32 +196,13 @@ class Runner {
   }
 
   RunError execute(const SdpaGraph& graph, const SdpaPlan& plan) {
-    std::vector<int64_t> uids;
-    std::vector<void*> pointers;
-    for (const GraphTensor& t : graph.tensors) {
-      if (t.is_virtual) continue;
-      uids.push_back(t.uid);
-      // By-value scalars: host addresses, read when the launch is enqueued.
-      pointers.push_back(t.by_value ? const_cast<void*>(t.value()) : pointer(t.binding));
-    }
-    try {
-      const BackendDescriptor pack =
-          make_variant_pack(api_, uids, pointers, plan.workspace_bytes > 0 ? s_.workspace.ptr : nullptr);
-      const cudnnStatus_t st = api_.BackendExecute(handle_, plan.plan.get(), pack.get());
-      if (st == CUDNN_STATUS_SUCCESS) return {};
-      const std::string why = "cudnnBackendExecute (" + plan.engine + "): " + status_text(api_, st);
-      if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED) return unsupported(why);
-      return {1, lib_.describe() + ": " + why};
-    } catch (const CudnnCallError& e) {
-      return {1, lib_.describe() + ": " + e.what()};
-    }
+    return execute_plan(lib_, handle_, graph, plan, [this](Binding b) { return pointer(b); }, s_.workspace.ptr);
   }
 
   // q, k, v and o share one 2-byte dtype (sdpa_unsupported_reason).
   static constexpr int64_t kIoBytes = 2;
 
   const CudnnLibrary& lib_;
-  const CudnnApi& api_;
   Session& s_;
   const afz_problem& p_;  // as the harness gave it
   const Guards& guards_;
@@ -379,9 +214,6 @@ class Runner {
   int32_t* seq_kv_ = nullptr;
   bool short_q_ = false;
 };
-
-#undef AFZ_TRY
-#undef AFZ_TRY_CUDA
 
 std::string unsupported_reason_with(const afz_problem& p, const CudnnLibrary& lib, const Guards& g) {
   if (!lib.loaded) return lib.describe();
@@ -486,11 +318,13 @@ std::string cudnn_sdpa_unsupported_reason(const afz_problem& p, const CudnnLibra
 
 namespace afz {
 
-// The version string records which cuDNN (and which file) this process
+// The version strings record which cuDNN (and which file) this process
 // found; the workers load the same request ($ATTNFUZZ_CUDNN_LIB is inherited).
 void register_cudnn_kernels(KernelRegistry& r) {
   r.add(&cudnn::cudnn_sdpa_kernel(), "builtin", cudnn_library_version());
   r.add(&cudnn::cudnn_sdpa_raw_kernel(), "builtin", cudnn_library_version());
+  // The backward under the forward's name: `--kernel cudnn.sdpa --pass bwd` pairs them.
+  r.add_backward(&cudnn::cudnn_sdpa_backward_kernel(), "builtin", cudnn_library_version());
 }
 
 }  // namespace afz

@@ -1,5 +1,7 @@
 #include "kernels/cudnn/sdpa_graph.h"
 
+#include "kernels/cudnn/sdpa_graph_builder.h"
+
 #include <algorithm>
 #include <limits>
 #include <sstream>
@@ -27,235 +29,8 @@ constexpr int64_t kOldBottomRightTile = 64;
 constexpr int64_t kRowAlignElements = 8;  // of a 2-byte dtype
 constexpr int64_t kMaxHeadDim = 256;
 constexpr int64_t kHeadDimMultiple = 8;
-constexpr int kAxes = 4;
 constexpr const char* kAxisName[kAxes] = {"batch", "head", "sequence", "head-dim"};
 
-bool is_b16(afz_dtype t) { return t == AFZ_F16 || t == AFZ_BF16; }
-
-cudnnDataType_t io_type(afz_dtype t) { return t == AFZ_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF; }
-
-Dims packed_strides(const Dims& d) { return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1}; }
-
-// A stride along an extent-1 axis is never multiplied by an index other than
-// 0, so it is arbitrary in the problem; cuDNN sees a packed-consistent one
-// instead of whatever the harness left there (and the key does not split on it).
-Dims normalized_strides(const Dims& dims, Dims strides) {
-  for (int a = kAxes - 1; a >= 0; --a)
-    if (dims[a] == 1) strides[a] = a == kAxes - 1 ? 1 : strides[a + 1] * dims[a + 1];
-  return strides;
-}
-
-Dims strides_of(const afz_tensor& t) { return {t.stride[0], t.stride[1], t.stride[2], t.stride[3]}; }
-
-// A mask's dims: 1 where its stride is 0 (a broadcast in the problem becomes
-// a broadcast in the graph), the score dims elsewhere.
-Dims broadcast_dims(const afz_tensor& t, const Dims& full) {
-  Dims d = full;
-  for (int a = 0; a < kAxes; ++a)
-    if (t.stride[a] == 0) d[a] = 1;
-  return d;
-}
-
-struct Window {
-  bool right = false, left = false, bottom_right = false;
-  int32_t right_shift = 0;  // window_right
-  int32_t left_bound = 0;   // cudnn-frontend's left bound: keys j with j + left_bound > i stay, = window_left + 1
-};
-
-Window window_of(const afz_problem& p) {
-  Window w;
-  if (!p.has_window) return w;
-  w.right = p.window_right >= 0;
-  w.left = p.window_left >= 0;
-  w.bottom_right = p.align == AFZ_ALIGN_BOTTOM_RIGHT && (w.right || w.left);
-  w.right_shift = w.right ? p.window_right : 0;
-  w.left_bound = w.left ? p.window_left + 1 : 0;
-  return w;
-}
-
-class Builder {
- public:
-  Builder(const afz_problem& p, const SdpaGraphOptions& o) : p_(p), o_(o) {}
-
-  int64_t bound(Binding b, int64_t uid, std::string name, cudnnDataType_t dt, const Dims& dims, const Dims& strides) {
-    GraphTensor t;
-    t.uid = uid;
-    t.name = std::move(name);
-    t.dtype = dt;
-    t.dims = dims;
-    t.strides = normalized_strides(dims, strides);
-    t.binding = b;
-    t.alignment = o_.alignment[size_t(b)];
-    g_.tensors.push_back(std::move(t));
-    return uid;
-  }
-
-  int64_t virt(std::string name, cudnnDataType_t dt, const Dims& dims) {
-    GraphTensor t;
-    t.uid = next_uid_++;
-    t.name = std::move(name);
-    t.dtype = dt;
-    t.dims = dims;
-    t.strides = packed_strides(dims);
-    t.is_virtual = true;
-    g_.tensors.push_back(std::move(t));
-    return g_.tensors.back().uid;
-  }
-
-  int64_t scalar_f32(std::string name, float v) { return scalar(std::move(name), CUDNN_DATA_FLOAT, v, 0); }
-  int64_t scalar_i32(std::string name, int32_t v) { return scalar(std::move(name), CUDNN_DATA_INT32, 0.0f, v); }
-
-  const Dims& dims_of(int64_t uid) const { return g_.tensor(uid)->dims; }
-
-  // A pointwise op writing a new virtual tensor of the operands' broadcast dims.
-  int64_t pointwise(std::string name, cudnnPointwiseMode_t mode, cudnnDataType_t compute, cudnnDataType_t out,
-                    int64_t x, int64_t b = 0, int64_t t = 0) {
-    Dims d = dims_of(x);
-    for (int64_t in : {b, t})
-      if (in)
-        for (int a = 0; a < kAxes; ++a) d[a] = std::max(d[a], dims_of(in)[a]);
-    const int64_t y = virt(name + ".out", out, d);
-    pointwise_to(std::move(name), mode, compute, x, b, t, y);
-    return y;
-  }
-
-  void pointwise_to(std::string name, cudnnPointwiseMode_t mode, cudnnDataType_t compute, int64_t x, int64_t b,
-                    int64_t t, int64_t y, int64_t axis = -1) {
-    GraphOp op;
-    op.kind = OpKind::Pointwise;
-    op.name = std::move(name);
-    op.mode = mode;
-    op.compute = compute;
-    op.axis = axis;
-    op.x = x;
-    op.b = b;
-    op.t = t;
-    op.y = y;
-    g_.ops.push_back(std::move(op));
-  }
-
-  // Row (axis 2) or column (axis 3) index of every score, as int32.
-  int64_t gen_index(std::string name, int64_t x, int64_t axis, cudnnDataType_t compute) {
-    const int64_t y = virt(name + ".out", CUDNN_DATA_INT32, dims_of(x));
-    pointwise_to(std::move(name), CUDNN_POINTWISE_GEN_INDEX, compute, x, 0, 0, y, axis);
-    return y;
-  }
-
-  // A reduction over the key axis: [b, h, sq, skv] -> [b, h, sq, 1], fp32.
-  int64_t reduce_keys(std::string name, cudnnReduceTensorOp_t r, int64_t x) {
-    Dims d = dims_of(x);
-    d[3] = 1;
-    const int64_t y = virt(name + ".out", CUDNN_DATA_FLOAT, d);
-    reduce_to(std::move(name), r, x, y);
-    return y;
-  }
-
-  void reduce_to(std::string name, cudnnReduceTensorOp_t r, int64_t x, int64_t y) {
-    GraphOp op;
-    op.kind = OpKind::Reduction;
-    op.name = std::move(name);
-    op.reduce = r;
-    op.compute = CUDNN_DATA_FLOAT;
-    op.x = x;
-    op.y = y;
-    g_.ops.push_back(std::move(op));
-  }
-
-  void matmul(std::string name, int64_t a, int64_t b, int64_t c, int64_t m, int64_t n, int64_t k) {
-    GraphOp op;
-    op.kind = OpKind::Matmul;
-    op.name = std::move(name);
-    op.compute = CUDNN_DATA_FLOAT;
-    op.x = a;
-    op.b = b;
-    op.y = c;
-    op.m_override = m;
-    op.n_override = n;
-    op.k_override = k;
-    g_.ops.push_back(std::move(op));
-  }
-
-  SdpaGraph take() { return std::move(g_); }
-
- private:
-  int64_t scalar(std::string name, cudnnDataType_t dt, float f, int32_t i) {
-    GraphTensor t;
-    t.uid = next_uid_++;
-    t.name = std::move(name);
-    t.dtype = dt;
-    t.dims = {1, 1, 1, 1};
-    t.strides = {1, 1, 1, 1};
-    t.by_value = true;
-    t.binding = Binding::Scalar;
-    t.f32 = f;
-    t.i32 = i;
-    g_.tensors.push_back(std::move(t));
-    return g_.tensors.back().uid;
-  }
-
-  const afz_problem& p_;
-  const SdpaGraphOptions& o_;
-  SdpaGraph g_;
-  int64_t next_uid_ = kFirstInternalUid;
-};
-
-// The GEN_INDEX/CMP/BINARY_SELECT pattern of cudnn-frontend's padding mask:
-// scores outside (seq_len_q, seq_len_kv) of their sequence become fill.
-int64_t padding_mask(Builder& g, int64_t s, float fill) {
-  const int64_t row = g.gen_index("padding.row", s, 2, CUDNN_DATA_INT32);
-  const int64_t col = g.gen_index("padding.col", s, 3, CUDNN_DATA_INT32);
-  const int64_t row_in = g.pointwise("padding.row<seq_len_q", CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN,
-                                     CUDNN_DATA_BOOLEAN, row, kUidSeqLenQ);
-  const int64_t col_in = g.pointwise("padding.col<seq_len_kv", CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN,
-                                     CUDNN_DATA_BOOLEAN, col, kUidSeqLenKv);
-  const int64_t keep =
-      g.pointwise("padding.and", CUDNN_POINTWISE_LOGICAL_AND, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN, row_in, col_in);
-  return g.pointwise("padding.select", CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, s,
-                     g.scalar_f32("padding.fill", fill), keep);
-}
-
-// Keys j <= i + off + wr stay (cudnn-frontend's right-bound diagonal band).
-int64_t right_bound(Builder& g, const afz_problem& p, const Window& w, bool padded, int64_t s, float fill) {
-  int64_t row = g.gen_index("right_bound.row", s, 2, CUDNN_DATA_FLOAT);
-  const int64_t col = g.gen_index("right_bound.col", s, 3, CUDNN_DATA_FLOAT);
-  if (w.bottom_right) {
-    const int64_t skv = padded ? int64_t(kUidSeqLenKv) : g.scalar_i32("right_bound.s_kv", p.max_seqlen_k);
-    row = g.pointwise("right_bound.row+s_kv", CUDNN_POINTWISE_ADD, CUDNN_DATA_INT32, CUDNN_DATA_INT32, row, skv);
-    const int64_t sq = padded ? int64_t(kUidSeqLenQ) : g.scalar_i32("right_bound.s_q", p.max_seqlen_q);
-    row = g.pointwise("right_bound.row+s_kv-s_q", CUDNN_POINTWISE_SUB, CUDNN_DATA_INT32, CUDNN_DATA_INT32, row, sq);
-  }
-  if (w.right_shift != 0)
-    row = g.pointwise("right_bound.row+window_right", CUDNN_POINTWISE_ADD, CUDNN_DATA_INT32, CUDNN_DATA_INT32, row,
-                      g.scalar_i32("right_bound.window_right", w.right_shift));
-  const int64_t keep =
-      g.pointwise("right_bound.row>=col", CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN, row, col);
-  return g.pointwise("right_bound.select", CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, s,
-                     g.scalar_f32("right_bound.fill", fill), keep);
-}
-
-// Keys j with j + wl + 1 - off > i stay (cudnn-frontend's left-bound band).
-// Top-left and fixed-length bottom-right fold everything into one fp32
-// scalar (exact: |values| < 2^24); variable lengths go through int32.
-int64_t left_bound(Builder& g, const afz_problem& p, const Window& w, bool padded, int64_t s, float fill) {
-  const int64_t row = g.gen_index("left_bound.row", s, 2, CUDNN_DATA_FLOAT);
-  int64_t col = g.gen_index("left_bound.col", s, 3, CUDNN_DATA_FLOAT);
-  if (!w.bottom_right || !padded) {
-    const int64_t shift = w.bottom_right ? int64_t(w.left_bound) - p.max_seqlen_k + p.max_seqlen_q : w.left_bound;
-    col = g.pointwise("left_bound.col+window", CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, col,
-                      g.scalar_f32("left_bound.window", float(shift)));
-  } else {
-    col = g.pointwise("left_bound.col+window", CUDNN_POINTWISE_ADD, CUDNN_DATA_INT32, CUDNN_DATA_INT32, col,
-                      g.scalar_i32("left_bound.window", w.left_bound));
-    col = g.pointwise("left_bound.col+window-s_kv", CUDNN_POINTWISE_SUB, CUDNN_DATA_INT32, CUDNN_DATA_INT32, col,
-                      kUidSeqLenKv);
-    col = g.pointwise("left_bound.col+window-s_kv+s_q", CUDNN_POINTWISE_ADD, CUDNN_DATA_INT32, CUDNN_DATA_INT32, col,
-                      kUidSeqLenQ);
-  }
-  const int64_t keep =
-      g.pointwise("left_bound.col>row", CUDNN_POINTWISE_CMP_GT, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN, col, row);
-  return g.pointwise("left_bound.select", CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, s,
-                     g.scalar_f32("left_bound.fill", fill), keep);
-}
 
 std::string stride_reason(const char* what, const afz_tensor& t, const Dims& extent, bool allow_unaligned_rows) {
   if (t.stride[kAxes - 1] != 1)
@@ -299,7 +74,8 @@ const GraphTensor* SdpaGraph::tensor(int64_t uid) const {
 std::string SdpaGraph::key() const {
   std::ostringstream k;
   for (const GraphTensor& t : tensors) {
-    k << 't' << t.uid << ':' << int(t.dtype) << (t.is_virtual ? 'v' : 'n') << (t.by_value ? 's' : 'd') << t.alignment;
+    k << 't' << t.uid << ':' << int(t.dtype) << (t.is_virtual ? 'v' : 'n') << (t.by_value ? 's' : 'd')
+      << (t.reorder_f16x16 ? 'r' : '-') << t.alignment;
     for (int64_t x : t.dims) k << ',' << x;
     for (int64_t x : t.strides) k << ',' << x;
     k << ';';
@@ -340,8 +116,6 @@ SdpaGraph build_sdpa_graph(const afz_problem& p, const SdpaGraphOptions& o) {
   const int64_t d = p.head_dim, dv = p.head_dim_v;
   const cudnnDataType_t io = io_type(p.q.dtype);
   const Dims scores = {b, hq, sq, skv};
-  const float fill = mask_fill_value(o.cudnn_version);
-  const Window w = window_of(p);
 
   const int64_t q = g.bound(Binding::Q, kUidQ, "Q", io, {b, hq, sq, d}, strides_of(p.q));
   // K^T is K itself read transposed: [b, hk, d, skv] with K's s and d strides swapped.
@@ -354,25 +128,10 @@ SdpaGraph build_sdpa_graph(const afz_problem& p, const SdpaGraphOptions& o) {
   const int64_t stats = p.lse ? g.bound(Binding::Stats, kUidStats, "Stats", CUDNN_DATA_FLOAT, rows,
                                         {p.lse_stride[0], p.lse_stride[1], p.lse_stride[2], 1})
                               : 0;
-  if (o.padded) {
-    const Dims per_batch = {b, 1, 1, 1}, unit = {1, 1, 1, 1};
-    g.bound(Binding::SeqLenQ, kUidSeqLenQ, "seq_len_q", CUDNN_DATA_INT32, per_batch, unit);
-    g.bound(Binding::SeqLenKv, kUidSeqLenKv, "seq_len_kv", CUDNN_DATA_INT32, per_batch, unit);
-  }
+  if (o.padded) bind_seqlens(g, b);
   const int64_t seq_q = o.padded ? int64_t(kUidSeqLenQ) : 0, seq_kv = o.padded ? int64_t(kUidSeqLenKv) : 0;
 
-  const int64_t raw = g.virt("bmm1.S", CUDNN_DATA_FLOAT, scores);
-  g.matmul("bmm1 Q.K^T", q, kt, raw, seq_q, seq_kv, 0);
-  int64_t s = g.pointwise("attn_scale", CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, raw,
-                          g.scalar_f32("attn_scale.scale", p.scale));
-  if (p.add_mask.data) {
-    const Dims bd = broadcast_dims(p.add_mask, scores);
-    g.bound(Binding::Bias, kUidBias, "bias", CUDNN_DATA_FLOAT, bd, strides_of(p.add_mask));
-    s = g.pointwise("bias_add", CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, s, kUidBias);
-  }
-  if (o.padded) s = padding_mask(g, s, fill);
-  if (w.right) s = right_bound(g, p, w, o.padded, s, fill);
-  if (w.left) s = left_bound(g, p, w, o.padded, s, fill);
+  const int64_t s = masked_scores(g, p, o, q, kt, g.scalar_f32("attn_scale.scale", p.scale));
 
   // Softmax as cudnn-frontend's composite softmax: the stats are computed
   // (into a virtual tensor when no LSE is wanted), as the frontend always does.

@@ -38,7 +38,8 @@ namespace afz::cudnn {
 using Dims = std::array<int64_t, 4>;
 
 // What a non-virtual tensor is bound to in the variant pack.
-enum class Binding : int { None = 0, Q, K, V, O, Stats, SeqLenQ, SeqLenKv, Bias, Scalar, Count };
+// DO .. DQAccum: the backward graph's (sdpa_bwd_graph.h).
+enum class Binding : int { None = 0, Q, K, V, O, Stats, SeqLenQ, SeqLenKv, Bias, Scalar, DO, DQ, DK, DV, DQAccum, Count };
 constexpr size_t kBindingCount = size_t(Binding::Count);
 
 // Fixed uids of the bound buffers; every other tensor is numbered from
@@ -52,7 +53,12 @@ enum BoundUid : int64_t {
   kUidStats,
   kUidSeqLenQ,
   kUidSeqLenKv,
-  kUidBias
+  kUidBias,
+  kUidDO,
+  kUidDQ,
+  kUidDK,
+  kUidDV,
+  kUidDQAccum
 };
 constexpr int64_t kFirstInternalUid = 100;
 
@@ -68,6 +74,8 @@ struct GraphTensor {
   Dims strides{};
   bool is_virtual = false;
   bool by_value = false;  // a host scalar passed in the variant pack (dims and strides all 1)
+  // CUDNN_TENSOR_REORDERING_F16x16, as cudnn-frontend declares the backward's dQ accumulator.
+  bool reorder_f16x16 = false;
   Binding binding = Binding::None;
   int64_t alignment = kTensorAlignment;
   float f32 = 0.0f;       // the by-value scalar, in the field dtype names
@@ -75,7 +83,7 @@ struct GraphTensor {
   const void* value() const { return dtype == CUDNN_DATA_INT32 ? static_cast<const void*>(&i32) : &f32; }
 };
 
-enum class OpKind { Matmul, Pointwise, Reduction };
+enum class OpKind { Matmul, Pointwise, Reduction, Reshape };
 
 struct GraphOp {
   OpKind kind = OpKind::Pointwise;
@@ -84,7 +92,7 @@ struct GraphOp {
   cudnnReduceTensorOp_t reduce = CUDNN_REDUCE_TENSOR_ADD;  // reduction
   cudnnDataType_t compute = CUDNN_DATA_FLOAT;            // math precision / comp type
   int64_t axis = -1;                                     // GEN_INDEX only
-  // Operand uids, 0 = absent.  Pointwise X, B, T -> Y; matmul A (x), B (b) -> C (y); reduction X -> Y.
+  // Operand uids, 0 = absent.  Pointwise X, B, T -> Y; matmul A (x), B (b) -> C (y); reduction and reshape X -> Y.
   int64_t x = 0, b = 0, t = 0, y = 0;
   int64_t m_override = 0, n_override = 0, k_override = 0;  // matmul: seq-len tensors when padded
 };

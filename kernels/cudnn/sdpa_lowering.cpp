@@ -27,6 +27,10 @@ BackendDescriptor lower_tensor(const CudnnApi& api, const GraphTensor& t) {
   d.set_int64(AFZ_CUDNN_ATTR(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT), t.alignment);
   if (t.is_virtual) d.set_bool(AFZ_CUDNN_ATTR(CUDNN_ATTR_TENSOR_IS_VIRTUAL), true);
   if (t.by_value) d.set_bool(AFZ_CUDNN_ATTR(CUDNN_ATTR_TENSOR_IS_BY_VALUE), true);
+  if (t.reorder_f16x16) {
+    const cudnnBackendTensorReordering_t mode = CUDNN_TENSOR_REORDERING_F16x16;
+    d.set(AFZ_CUDNN_ATTR(CUDNN_ATTR_TENSOR_REORDERING_MODE), CUDNN_TYPE_TENSOR_REORDERING_MODE, 1, &mode);
+  }
   d.finalize();
   return d;
 }
@@ -45,6 +49,7 @@ class Lowering {
         case OpKind::Pointwise: pointwise(op); break;
         case OpKind::Matmul: matmul(op); break;
         case OpKind::Reduction: reduction(op); break;
+        case OpKind::Reshape: reshape(op); break;
       }
     }
     return std::move(out_);
@@ -111,6 +116,15 @@ class Lowering {
     out_.operations.push_back(std::move(d));
   }
 
+  // A reshape has no config descriptor: its X and Y dims/strides say it all.
+  void reshape(const GraphOp& op) {
+    BackendDescriptor d(api_, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, "operation '" + op.name + "' (RESHAPE)");
+    d.set_descriptor(AFZ_CUDNN_ATTR(CUDNN_ATTR_OPERATION_RESHAPE_XDESC), t(op.x));
+    d.set_descriptor(AFZ_CUDNN_ATTR(CUDNN_ATTR_OPERATION_RESHAPE_YDESC), t(op.y));
+    d.finalize();
+    out_.operations.push_back(std::move(d));
+  }
+
   const CudnnApi& api_;
   const SdpaGraph& g_;
   LoweredGraph out_;
@@ -133,6 +147,7 @@ const char* pointwise_mode_name(cudnnPointwiseMode_t mode) {
     case CUDNN_POINTWISE_LOGICAL_AND: return "CUDNN_POINTWISE_LOGICAL_AND";
     case CUDNN_POINTWISE_GEN_INDEX: return "CUDNN_POINTWISE_GEN_INDEX";
     case CUDNN_POINTWISE_BINARY_SELECT: return "CUDNN_POINTWISE_BINARY_SELECT";
+    case CUDNN_POINTWISE_IDENTITY: return "CUDNN_POINTWISE_IDENTITY";
     default: return "cudnnPointwiseMode_t";
   }
 }

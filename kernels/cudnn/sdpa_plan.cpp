@@ -11,7 +11,9 @@ struct EngineInfo {
   bool nondeterministic = false;
   bool runtime_compiled = false;
   std::string describe() const {
-    return "engine " + std::to_string(index) + (runtime_compiled ? " (runtime-compiled)" : "");
+    std::string notes = runtime_compiled ? "runtime-compiled" : "";
+    if (nondeterministic) notes += std::string(notes.empty() ? "" : ", ") + "nondeterministic";
+    return "engine " + std::to_string(index) + (notes.empty() ? "" : " (" + notes + ")");
   }
 };
 
@@ -48,7 +50,8 @@ const char* heur_mode_name(cudnnBackendHeurMode_t mode) {
 
 }  // namespace
 
-std::unique_ptr<SdpaPlan> build_sdpa_plan(const CudnnApi& api, cudnnHandle_t handle, const SdpaGraph& g) {
+std::unique_ptr<SdpaPlan> build_sdpa_plan(const CudnnApi& api, cudnnHandle_t handle, const SdpaGraph& g,
+                                          Determinism determinism) {
   auto out = std::make_unique<SdpaPlan>();
   out->lowered = lower_sdpa_graph(api, g);
   try {
@@ -93,9 +96,9 @@ std::unique_ptr<SdpaPlan> build_sdpa_plan(const CudnnApi& api, cudnnHandle_t han
                " of " + std::to_string(count);
       for (int64_t i = 0; i < returned && i < count; ++i) {
         const EngineInfo engine = engine_of(api, configs[size_t(i)]);
-        // The forward is declared deterministic: an engine cuDNN flags as
-        // nondeterministic would break that promise, so it is not used.
-        if (engine.nondeterministic) {
+        // A kernel declared deterministic (the forward) must not run an
+        // engine cuDNN flags as nondeterministic: it would break that promise.
+        if (engine.nondeterministic && determinism == Determinism::Required) {
           skipped += (skipped.empty() ? "" : ", ") + engine.describe();
           continue;
         }
@@ -112,6 +115,7 @@ std::unique_ptr<SdpaPlan> build_sdpa_plan(const CudnnApi& api, cudnnHandle_t han
                      "cudnnBackendGetAttribute(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)");
           out->plan = std::move(plan);
           out->engine = engine.describe();
+          out->nondeterministic = engine.nondeterministic;
           out->heuristics.push_back(std::move(heur));
           out->configs = std::move(configs);
           return out;

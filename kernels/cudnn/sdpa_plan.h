@@ -36,10 +36,15 @@ struct SdpaPlan {
   BackendDescriptor plan;
   int64_t workspace_bytes = 0;
   std::string engine;  // "engine 8 (runtime-compiled)": which engine runs, for messages
+  bool nondeterministic = false;  // the engine's CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC
 };
+
+// Whether engines that cuDNN notes as nondeterministic may run.
+enum class Determinism { Required, Allowed };
 
 // Throws PlanRefused when cuDNN refuses (with its reason), CudnnCallError on
 // a descriptor failure.
-std::unique_ptr<SdpaPlan> build_sdpa_plan(const CudnnApi& api, cudnnHandle_t handle, const SdpaGraph& g);
+std::unique_ptr<SdpaPlan> build_sdpa_plan(const CudnnApi& api, cudnnHandle_t handle, const SdpaGraph& g,
+                                          Determinism determinism = Determinism::Required);
 
 }  // namespace afz::cudnn
