@@ -272,7 +272,8 @@ int run(const afz_backward_kernel*, const afz_backward_problem* p, char* error, 
 
 constexpr afz_caps kCaps = {
     AFZ_CAP_CAUSAL_TOP_LEFT | AFZ_CAP_CAUSAL_BOTTOM_RIGHT | AFZ_CAP_WINDOW | AFZ_CAP_BOOL_MASK | AFZ_CAP_ADD_MASK |
-        AFZ_CAP_VARLEN | AFZ_CAP_GQA | AFZ_CAP_STRIDED | AFZ_CAP_DV_NE_D | AFZ_CAP_GPU | AFZ_CAP_NONDETERMINISTIC,
+        AFZ_CAP_VARLEN | AFZ_CAP_GQA | AFZ_CAP_STRIDED | AFZ_CAP_DV_NE_D | AFZ_CAP_GPU | AFZ_CAP_NONDETERMINISTIC |
+        AFZ_CAP_GRADS_IN_INPUT_DTYPE,
     (1u << AFZ_F16) | (1u << AFZ_BF16),
     (1u << AFZ_F16) | (1u << AFZ_BF16),
     /*min_head_dim=*/8, /*max_head_dim=*/256, /*head_dim_multiple=*/8,
@@ -285,8 +286,8 @@ constexpr afz_caps kCaps = {
 // in an fp32 accumulator.  exp as the forward's (ex2.approx.ftz: 4 ulps
 // declared, subnormals flushed).  The gradients cuDNN writes are rounded to
 // the input dtype (the graph's dQ, dK, dV tensors; under GQA dK and dV are
-// also rounded per query head before the sum over the group): afz_precision
-// has no field for that rounding, so the report says so.
+// also rounded per query head before the sum over the group): declared by
+// AFZ_CAP_GRADS_IN_INPUT_DTYPE, whose bound charges both roundings.
 constexpr afz_precision kPrecision = {AFZ_F32, AFZ_P_DTYPE_OF_V, AFZ_F32, /*exp_ulps=*/4.0f,
                                       /*flush_subnormals=*/1, /*l_from_unrounded_p=*/0};
 constexpr afz_conventions kConventions = {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_NEG_INF};
