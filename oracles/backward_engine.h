@@ -141,11 +141,12 @@ class BackwardEngine {
       r.o[id.r * dvn + x] = Policy::to_dd(o_[x]);
     }
     SumOf<Num> dsum;
-    double B = 0, BW = 0;
+    double B = 0, BW = 0, L1 = 0;
     for (int x = 0; x < dvn; ++x) {
       dsum.add(Policy::from(do_[x]) * o_[x]);
       B += std::fabs(do_[x]) * std::fabs(Policy::to_double(o_[x]));
       BW += std::fabs(do_[x]) * abs_o_w_[x];
+      L1 += std::fabs(do_[x]);
     }
     const Num D = dsum.value();
     // Per key: dP, dS, and the three accumulations.
@@ -169,18 +170,18 @@ class BackwardEngine {
       const double w = Policy::to_double(w_[jj]), ads = std::fabs(Policy::to_double(ds));
       const double adiff = std::fabs(Policy::to_double(diff));
       const double c_rel = ads * scale_abs, c_cancel = w * (A + B) * scale_abs, c_cancel_w = w * (A + BW) * scale_abs;
-      const double c_tiny = (adiff + 1) * scale_abs;
+      const double c_dout = w * L1 * scale_abs, c_tiny = (adiff + 1) * scale_abs;
       const int64_t kbase = r.key(b, hk, j) * d, vbase = r.key(b, hk, j) * dvn;
       for (int x = 0; x < d; ++x) {
         const double kx = std::fabs(double(k[x])), qx = std::fabs(q_[x]);
         dq[x].add(dsg * Policy::from(k[x]));
         dk_[size_t(j) * d + x].add(dsg * Policy::from(q_[x]));
-        add_terms(r.dq, qbase + x, kx, c_rel, sigma_[jj], lse_d, c_cancel, c_cancel_w, c_tiny);
-        add_terms(r.dk, kbase + x, qx, c_rel, sigma_[jj], lse_d, c_cancel, c_cancel_w, c_tiny);
+        add_terms(r.dq, qbase + x, kx, c_rel, sigma_[jj], lse_d, c_cancel, c_cancel_w, c_dout, c_tiny);
+        add_terms(r.dk, kbase + x, qx, c_rel, sigma_[jj], lse_d, c_cancel, c_cancel_w, c_dout, c_tiny);
       }
       for (int x = 0; x < dvn; ++x) {
         dv_[size_t(j) * dvn + x].add(w_[jj] * Policy::from(do_[x]));
-        add_terms(r.dv, vbase + x, std::fabs(do_[x]), w, sigma_[jj], lse_d, 0.0, 0.0, 1.0);
+        add_terms(r.dv, vbase + x, std::fabs(do_[x]), w, sigma_[jj], lse_d, 0.0, 0.0, 0.0, 1.0);
       }
       ++r.key_rows[r.key(b, hk, j)];
     }
@@ -188,12 +189,13 @@ class BackwardEngine {
   }
 
   static void add_terms(GradTerms& t, int64_t e, double z, double c_rel, double sigma, double lse, double c_cancel,
-                        double c_cancel_w, double c_tiny) {
+                        double c_cancel_w, double c_dout, double c_tiny) {
     t.rel[e] += c_rel * z;
     t.score[e] += c_rel * sigma * z;
     t.lse[e] += c_rel * std::fabs(lse) * z;
     t.cancel[e] += c_cancel * z;
     t.cancel_w[e] += c_cancel_w * z;
+    t.dout_l1[e] += c_dout * z;
     t.tiny[e] += c_tiny * z;
   }
 

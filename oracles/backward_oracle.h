@@ -5,7 +5,8 @@
 // oracle computes the gradient of the EXACT function:
 //   w_ij = exp(s_ij - lse_i)                        exact weights (P)
 //   O_i  = sum_j w_ij v_j                           exact output
-//   D_i  = dO_i . O_i                               from the exact O, not a rounded one
+//   D_i  = dO_i . O_i                               from the exact O (the spec), not the
+//                                                   stored one a kernel is given
 //   dP_ij = dO_i . v_j,   dS_ij = w_ij (dP_ij - D_i)
 //   dV_j = sum_i w_ij dO_i
 //   dQ_i = sum_j dS_ij g_ij k_j,   dK_j = sum_i dS_ij g_ij q_i
@@ -39,6 +40,8 @@ struct GradTerms {
   std::vector<double> lse;       // sum_t |c_t| |lse_i| |z_t|    (the fp32 LSE's rounding)
   std::vector<double> cancel;    // dQ/dK: sum_t w_t (A_t + B_i) g |z_t|, A = sum|dO||v_j|, B = sum|dO||O|
   std::vector<double> cancel_w;  // the same with B_W = sum|dO| W (W = sum_j w|v_j| >= |O|): the fast tier's own error
+  std::vector<double> dout_l1;   // dQ/dK: sum_t w_t |dO_i|_1 g |z_t|: D's absolute error per unit error of each O
+                                 // element (an O rounded into its dtype's subnormals)
   std::vector<double> tiny;      // sum_t (|dP - D| + 1) g |z_t| (dQ/dK) or |z_t| (dV): absolute underflow terms
   std::vector<double> err;       // the oracle's own error bound (+inf: the tier cannot resolve it)
   void resize(size_t n);

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/abi/dtype.h"
@@ -10,16 +12,20 @@
 namespace afz {
 namespace {
 
-afz_tensor dense_f32(std::vector<float>& storage, int batch, int heads, int seq, int dim) {
-  storage.assign(std::max<size_t>(size_t(batch) * heads * seq * dim, 1), 0.0f);
+afz_tensor dense(void* data, afz_dtype dtype, int heads, int seq, int dim) {
   afz_tensor t{};
-  t.data = storage.data();
-  t.dtype = AFZ_F32;
+  t.data = data;
+  t.dtype = dtype;
   t.stride[0] = int64_t(heads) * seq * dim;
   t.stride[1] = int64_t(seq) * dim;
   t.stride[2] = dim;
   t.stride[3] = 1;
   return t;
+}
+
+afz_tensor dense_f32(std::vector<float>& storage, int batch, int heads, int seq, int dim) {
+  storage.assign(std::max<size_t>(size_t(batch) * heads * seq * dim, 1), 0.0f);
+  return dense(storage.data(), AFZ_F32, heads, seq, dim);
 }
 
 uint32_t case_poison_bits(Poison p, afz_dtype t) {
@@ -44,7 +50,7 @@ BackwardMaterialized::BackwardMaterialized(Materialized& fwd) : fwd_(fwd) {
   // dO: the recipe on its own stream, rounded to the input dtype, scattered
   // into [b][h][i][dv + row_gap] rows; padding and gaps hold poison.
   std::vector<double> logical(size_t(p.batch) * p.heads_q * sq * dv);
-  fill_distribution(logical, c.values_do, c.seed, kStreamDout);
+  fill_distribution(logical, c.values_do, c.seed, kStreamDout, dv);
   const afz_dtype in = c.in_dtype;
   const int esz = size_of(in);
   dout_storage_.assign(std::max<size_t>(size_t(p.batch) * p.heads_q * sq * row * esz, 64), 0);
@@ -66,7 +72,10 @@ BackwardMaterialized::BackwardMaterialized(Materialized& fwd) : fwd_(fwd) {
           store(in, dout_storage_.data() + off * esz, v);
         }
 
-  problem_.out = dense_f32(o_storage_, p.batch, p.heads_q, sq, dv);
+  // O in the forward's output dtype, as the forward stores it.
+  const afz_dtype o_dtype = p.o.dtype;
+  o_storage_.assign(std::max<size_t>(size_t(p.batch) * p.heads_q * sq * dv, 1) * size_of(o_dtype), 0);
+  problem_.out = dense(o_storage_.data(), o_dtype, p.heads_q, sq, dv);
   lse_storage_.assign(std::max<size_t>(size_t(p.batch) * p.heads_q * sq, 1), 0.0f);
   problem_.lse = lse_storage_.data();
   problem_.lse_stride[0] = int64_t(p.heads_q) * sq;
@@ -80,6 +89,8 @@ BackwardMaterialized::BackwardMaterialized(Materialized& fwd) : fwd_(fwd) {
 
 void BackwardMaterialized::set_forward_outputs(const GradResult& exact) {
   const afz_problem& p = fwd_problem_;
+  const afz_dtype o_dtype = problem_.out.dtype;
+  const int esz = size_of(o_dtype);
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.heads_q; ++h)
       for (int i = 0; i < p.max_seqlen_q; ++i) {
@@ -87,7 +98,16 @@ void BackwardMaterialized::set_forward_outputs(const GradResult& exact) {
         lse_storage_[r] = float(round_to(AFZ_F32, exact.lse[r].hi, exact.lse[r].lo));
         for (int x = 0; x < p.head_dim_v; ++x) {
           const DD o = exact.o[r * p.head_dim_v + x];
-          o_storage_[r * p.head_dim_v + x] = float(round_to(AFZ_F32, o.hi, o.lo));
+          // One rounding of the exact value (hi + lo): no double rounding via fp32.
+          const double stored = round_to(o_dtype, o.hi, o.lo);
+          // |O| <= max |v_j| is finite in the input dtype but may not be in a
+          // narrower output dtype (fp32 inputs, fp16 output): an Inf O is no
+          // input a backward can be judged on.
+          if (!std::isfinite(stored) && i < p.seqlens_q[b])
+            throw std::runtime_error(fmt::format("backward: the forward output O[b={} h={} i={} x={}] = {:g} overflows "
+                                                 "the output dtype {}",
+                                                 b, h, i, x, o.hi, dtype_name(o_dtype)));
+          store(o_dtype, o_storage_.data() + (r * p.head_dim_v + x) * esz, stored);
         }
       }
 }

@@ -5,11 +5,13 @@
 //   dO   the case's `values_do` recipe on its own RNG stream, rounded to the
 //        input dtype (FlashAttention takes dO in the input dtype), stored
 //        [b][h][i][dv] with the case's row gap; padding holds the case's poison;
-//   O    the ORACLE's exact O rounded once to fp32, not some kernel's output:
-//        a forward kernel's error must not become the backward's input, and
-//        fp32 is the accumulator precision a kernel holds O in before its
-//        final rounding (a kernel that wants the stored out-dtype O rounds
-//        it itself, which its precision must then pay for);
+//   O    the ORACLE's exact O rounded once to the case's output dtype (the
+//        forward problem's o dtype: bf16, fp16 or fp32) and stored in it,
+//        dense [b][h][i][dv]: what a real forward stores and a real backward
+//        reads back.  Not some kernel's output: a forward kernel's error must
+//        not become the backward's input.  D = dO . O from this O carries the
+//        rounding, |O_stored - O| <= u_o |O| + eta_o per element, and the
+//        bound charges it (backward_verdict.h);
 //   LSE  the oracle's exact LSE rounded to fp32, -inf for empty rows (the
 //        forward ABI's convention).
 // Outputs are fp32, dense [b][h][s][d], filled with the signalling-NaN
@@ -39,7 +41,9 @@ class BackwardMaterialized {
   afz_backward_problem& problem() { return problem_; }
   const afz_tensor& dout() const { return problem_.dout; }
 
-  // O and LSE from the oracle's exact forward values (see above).
+  // O and LSE from the oracle's exact forward values (see above).  Throws
+  // std::runtime_error (one line) where a visible row's O overflows the
+  // output dtype: the backward's input would not be finite.
   void set_forward_outputs(const GradResult& exact);
   void poison_outputs();
 
@@ -53,8 +57,8 @@ class BackwardMaterialized {
   int64_t offset(Grad g, int b, int h, int s, int x) const;
 
   Materialized& fwd_;
-  std::vector<uint8_t> dout_storage_;
-  std::vector<float> o_storage_, lse_storage_, dq_, dk_, dv_;
+  std::vector<uint8_t> dout_storage_, o_storage_;
+  std::vector<float> lse_storage_, dq_, dk_, dv_;
   afz_problem fwd_problem_{};
   afz_backward_problem problem_{};
 };

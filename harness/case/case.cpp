@@ -69,6 +69,9 @@ constexpr DistributionKind kDistributions[] = {
     {"normal", "SIGMA", "bell-shaped (sum of four uniforms), mean 0, standard deviation SIGMA"},
     {"uniform", "A", "uniform on [-A, A)"},
     {"int", "R", "integers uniform in [-R, R]; R a whole number <= 2^24"},
+    {"few_rows", "PERMIL",
+     "each row (the last dimension) normal 1 with probability PERMIL/1000, else exactly 0; PERMIL a whole "
+     "number <= 1000"},
 };
 
 std::string usage_of(const PatternKind& k) {
@@ -139,6 +142,8 @@ std::string check_distribution(const Distribution& d) {
     return std::string(kind->name) + " " + kind->param + " must be finite and >= 0, got " + format_double(d.param);
   if (d.kind == "int" && (d.param != std::floor(d.param) || d.param > double(kMaxIntDistribution)))
     return "int R must be a whole number <= " + format_int(kMaxIntDistribution) + ", got " + format_double(d.param);
+  if (d.kind == "few_rows" && (d.param != std::floor(d.param) || d.param > double(kPermilScale)))
+    return "few_rows PERMIL must be a whole number <= " + format_int(kPermilScale) + ", got " + format_double(d.param);
   return {};
 }
 

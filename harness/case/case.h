@@ -38,7 +38,8 @@ struct AddMask {
   bool operator==(const AddMask&) const = default;
 };
 
-// A value distribution for one tensor: "normal SIGMA", "uniform A", "int R".
+// A value distribution for one tensor: "normal SIGMA", "uniform A", "int R",
+// "few_rows PERMIL" (whole rows kept with probability PERMIL/1000, else 0).
 struct Distribution {
   std::string kind = "normal";
   double param = 1.0;

@@ -30,6 +30,23 @@ constexpr int64_t kLongRowBudget = int64_t{1} << 22;
 // input dtype's range, or it rounds to Inf and the case is about overflow
 // of the *inputs*, not of the kernel's arithmetic.
 constexpr double kCarrierHeadroom = 0.5;
+// Backward classes.  Score offsets and row amplitudes that put a row's LSE
+// beyond kBwdExtremeLse either way (|offset| - ln(keys) - the rest of q.k
+// stays past it), up to where an fp32 score still resolves P (|s| u_s < 1e-3).
+constexpr double kExtremeLseOffsets[] = {-120.0, -200.0, -1000.0, -1e4, 120.0, 200.0, 1000.0, 1e4};
+constexpr double kExtremeLseAmps[] = {120.0, 1000.0, 1e4};
+// dO rows expected nonzero per case (few_rows): a few rows carry the whole
+// gradient, and at most a quarter of the rows do.
+constexpr int kFewRowsTargets[] = {1, 2, 4, 8};
+constexpr int kFewRowsMaxPermil = 250;
+// Queries per head of the dO-rows class: enough rows that "a few" is most.
+constexpr int kFewRowsMinQueries = 32, kFewRowsMaxQueries = 256;
+// Sizes of the masked-rows class: small, so fit_work never shrinks away the
+// rows it empties.
+constexpr int kMaskedRowsMaxKeys = 64, kMaskedRowsMaxExtra = 48, kMaskedRowsPaddedMax = 32;
+// GQA groups: query heads per KV head.
+constexpr int kGqaGroups[] = {2, 3, 4, 8};
+
 // The largest |x| a normal(1) draw can take: a sum of four U(-1/2, 1/2)
 // times sqrt(3) is at most 2 sqrt(3) < 3.5.
 constexpr double kNormalReach = 3.5;
@@ -80,6 +97,25 @@ Case base_case(Dice& d) {
   return c;
 }
 
+// One step of shrinking the shape of a case: the longer sequence side, then
+// head_dim.  False when nothing is left to shrink.
+bool shrink_shape(Case& c) {
+  auto halve = [](std::vector<int32_t>& s) {
+    for (int32_t& n : s) n = (n + 1) / 2;
+  };
+  if (c.max_seqlen_k() > 1 && c.max_seqlen_k() >= c.max_seqlen_q()) {
+    halve(c.seqlens_k);
+  } else if (c.max_seqlen_q() > 1) {
+    halve(c.seqlens_q);
+  } else if (c.head_dim > 8) {
+    c.head_dim = (c.head_dim + 1) / 2;
+    c.head_dim_v = (c.head_dim_v + 1) / 2;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // Shrinks a case until its work fits: batch first, then heads, then the
 // longer sequence side, then head_dim.  Deterministic, so a generator's
 // case stays a pure function of its draws.
@@ -99,19 +135,14 @@ void fit_work(Case& c, int64_t budget) {
       c.heads_q = c.heads_kv;
       continue;
     }
-    auto halve = [](std::vector<int32_t>& s) {
-      for (int32_t& n : s) n = (n + 1) / 2;
-    };
-    if (c.max_seqlen_k() > 1 && c.max_seqlen_k() >= c.max_seqlen_q()) {
-      halve(c.seqlens_k);
-    } else if (c.max_seqlen_q() > 1) {
-      halve(c.seqlens_q);
-    } else if (c.head_dim > 8) {
-      c.head_dim = (c.head_dim + 1) / 2;
-      c.head_dim_v = (c.head_dim_v + 1) / 2;
-    } else {
-      return;
-    }
+    if (!shrink_shape(c)) return;
+  }
+}
+
+// The same without touching batch or heads: for the class whose point is
+// the head structure (GQA groups).
+void fit_work_keeping_heads(Case& c, int64_t budget) {
+  while (case_work(c) > budget && shrink_shape(c)) {
   }
 }
 
@@ -555,6 +586,128 @@ Case gen_composed(Dice& d) {
   return c;
 }
 
+// ------------------------------------------------ backward generators --
+// What breaks gradients (issue 14).  Their cases record `pass bwd`.
+
+// A backward class's case: the common base, recorded as `pass bwd`.
+Case backward_base_case(Dice& d) {
+  Case c = base_case(d);
+  c.pass = Pass::Bwd;
+  return c;
+}
+
+// dO on about `target` rows of the (fitted) case: few_rows at the per mille
+// that expects that many, at most kFewRowsMaxPermil.
+void set_few_dout_rows(Case& c, int target) {
+  int64_t rows = 0;
+  for (int32_t n : c.seqlens_q) rows += int64_t(c.heads_q) * n;
+  const int64_t permil = std::clamp<int64_t>(int64_t(target) * 1000 / std::max<int64_t>(rows, 1), 1, kFewRowsMaxPermil);
+  c.values_do = {"few_rows", double(permil)};
+}
+
+// Rows whose LSE is very negative or very large: every score shifted far
+// down or up, or neighbouring rows at +amp and -amp.  A causal mask or a
+// window half the time: a masked score taken as 0 instead of -inf gives
+// P = exp(0 - LSE), which overflows fp32 for LSE < -88.7.
+Case gen_bwd_lse_extreme(Dice& d) {
+  Case c = backward_base_case(d);
+  double max_target = 0;
+  if (d.chance(600)) {
+    const double offset = d.pick(kExtremeLseOffsets);
+    c.transforms.push_back(transform("shift_scores", {{"offset", offset}}));
+    max_target = offset < 0 ? -offset : offset;
+  } else {
+    max_target = d.pick(kExtremeLseAmps);
+    c.transforms.push_back(transform("row_contrast", {{"amp", max_target}}));
+  }
+  if (d.chance(500)) {
+    if (d.chance(500)) {
+      set_causal(c, pick_align(d));
+    } else {
+      set_window(c, d.pick({0, 1, 16, 64}), d.pick({0, 5}), pick_align(d));
+    }
+  }
+  keep_carrier_in_range(c, max_target);
+  fit_work(c, kWorkBudget);
+  return c;
+}
+
+// Fully masked rows (their gradients are exactly 0) with a nonzero dO:
+// causal bottom-right with more queries than keys, whole rows masked by a
+// pattern, sequences with queries but no key, a top-left window past the
+// last key.  Small sizes, so the emptied rows survive fit_work.
+Case gen_bwd_masked_rows(Dice& d) {
+  Case c = backward_base_case(d);
+  const int sk = d.range(1, kMaskedRowsMaxKeys), extra = d.range(1, kMaskedRowsMaxExtra);
+  c.seqlens_k = {sk};
+  c.seqlens_q = {sk + extra};
+  switch (d.below(5)) {
+    case 0: set_causal(c, AFZ_ALIGN_BOTTOM_RIGHT); break;  // rows i < sq - sk see no key
+    case 1: {  // rows i % k == offset, offset < sq so at least one row is masked
+      const int k = d.pick({2, 3, 7});
+      c.bool_mask = MaskPattern{"rows_every", {k, d.range(0, std::min(k, c.seqlens_q[0]) - 1)}};
+      break;
+    }
+    case 2: {  // rows [i0, i1) masked over every key
+      const int i0 = d.range(0, c.seqlens_q[0] - 1);
+      c.bool_mask = MaskPattern{"block", {i0, d.range(i0 + 1, c.seqlens_q[0]), 0, sk}};
+      break;
+    }
+    case 3: {  // padding: one sequence (at least) with queries and no key
+      set_batch(c, d.range(2, 3));
+      const int empty = d.range(0, c.batch - 1);
+      for (int b = 0; b < c.batch; ++b) {
+        c.seqlens_q[b] = d.range(1, kMaskedRowsPaddedMax);
+        c.seqlens_k[b] = b == empty ? 0 : d.range(1, kMaskedRowsPaddedMax);
+      }
+      break;
+    }
+    default: {  // top-left window: row i sees [i - left, i + right], nothing once i > sk - 1 + left
+      const int left = d.pick({0, 1, 3, 16});
+      c.seqlens_q = {sk + left + extra};
+      set_window(c, left, d.pick({0, 2}), AFZ_ALIGN_TOP_LEFT);
+      break;
+    }
+  }
+  if (d.chance(300)) c.values_do = {"uniform", d.pick({1.0, 100.0})};
+  fit_work(c, kWorkBudget);
+  return c;
+}
+
+// dO concentrated on a few rows: most rows' dO exactly 0 (few_rows), so a
+// gradient is the contribution of a handful of rows and any row's defect
+// is not averaged away; with late maxima or a causal mask at times.
+Case gen_bwd_do_rows(Dice& d) {
+  Case c = backward_base_case(d);
+  const int target = d.pick(kFewRowsTargets);
+  c.seqlens_q = {d.range(kFewRowsMinQueries, kFewRowsMaxQueries)};
+  double max_target = 0;
+  if (d.chance(300)) max_target = plant_moving_max(d, c, d.pick(kBlockSizes));
+  if (d.chance(300)) set_causal(c, pick_align(d));
+  keep_carrier_in_range(c, max_target);
+  fit_work(c, kWorkBudget);
+  set_few_dout_rows(c, target);
+  return c;
+}
+
+// GQA / MQA: dK and dV of a KV head sum over its group's query heads; with
+// K and V broadcast across heads (stride 0: one gradient per logical head
+// still), BSHD layouts, causal masks and a dO on a few rows at times.  The
+// heads are kept whole; the sequences shrink to fit.
+Case gen_bwd_gqa(Dice& d) {
+  Case c = backward_base_case(d);
+  c.heads_kv = d.pick({1, 1, 2, 4});
+  c.heads_q = c.heads_kv * d.pick(kGqaGroups);
+  if (d.chance(300)) c.layout = Layout::BSHD;
+  if (c.heads_kv > 1 && d.chance(250)) c.kv_broadcast = KvBroadcast::Heads;
+  if (d.chance(300)) set_causal(c, pick_align(d));
+  const bool few_rows = d.chance(250);
+  const int target = d.pick(kFewRowsTargets);
+  fit_work_keeping_heads(c, kWorkBudget);
+  if (few_rows) set_few_dout_rows(c, target);
+  return c;
+}
+
 }  // namespace
 
 int64_t case_work(const Case& c) {
@@ -565,24 +718,36 @@ int64_t case_work(const Case& c) {
 }
 
 const std::vector<GeneratorDef>& generator_table() {
+  // name, summary, default weight (within its pass's mix), generator, backward class
   static const std::vector<GeneratorDef> table = {
       {"shapes", "block edges, short and unequal lengths, odd head dims, GQA/MQA, varlen with empty sequences, decode",
-       2, gen_shapes},
+       2, gen_shapes, false},
       {"late_max", "largest scores in the last keys or block, a max growing every block, the max first", 2,
-       gen_late_max},
-      {"flat", "near-equal scores over 8K+ keys: l grows large", 1, gen_flat},
+       gen_late_max, false},
+      {"flat", "near-equal scores over 8K+ keys: l grows large", 1, gen_flat, false},
       {"magnitude", "|s| to 1e4 and beyond, fp16 exp overflow, rows below -90 and -1e4, +/-amp rows in one tile", 2,
-       gen_magnitude},
+       gen_magnitude, false},
       {"masking", "fully masked rows (windows, padding, empty sequences, masks), key blocks empty for part of a tile",
-       2, gen_masking},
-      {"values", "ties, zeros, subnormals, largest finite values, NaN/Inf poison past each length", 1, gen_values},
+       2, gen_masking, false},
+      {"values", "ties, zeros, subnormals, largest finite values, NaN/Inf poison past each length", 1, gen_values,
+       false},
       {"layouts", "BHSD/BSHD, packed QKV, row gaps, stride-0 K/V broadcast, several q heads per kv head", 1,
-       gen_layouts},
+       gen_layouts, false},
       {"add_mask", "additive masks of -inf, the dtype's lowest value, large finite negatives, mixed with -inf", 1,
-       gen_add_mask},
+       gen_add_mask, false},
       {"composed", "a moving max or extreme magnitude with 1-3 of masks, windows, key blocks, softcap, GQA, varlen, "
                    "split-KV length rows",
-       2, gen_composed},
+       2, gen_composed, false},
+      {"bwd_lse_extreme", "backward: rows whose LSE is below -88.7 or above 88.7 (shifted scores, +/-amp rows), "
+                          "masked pairs among them",
+       2, gen_bwd_lse_extreme, true},
+      {"bwd_masked_rows", "backward: fully masked rows with a nonzero dO (causal with more queries, masked rows, "
+                          "keyless sequences, windows past the last key): gradients exactly 0",
+       2, gen_bwd_masked_rows, true},
+      {"bwd_do_rows", "backward: dO concentrated on a few rows (few_rows: the others exactly 0)", 1, gen_bwd_do_rows,
+       true},
+      {"bwd_gqa", "backward: GQA/MQA groups of 2-8 query heads summing into shared K/V heads, broadcast K/V", 2,
+       gen_bwd_gqa, true},
   };
   return table;
 }
@@ -593,17 +758,21 @@ const GeneratorDef* find_generator(std::string_view name) {
   return nullptr;
 }
 
-GeneratorMix GeneratorMix::defaults() {
+GeneratorMix GeneratorMix::defaults(Pass pass) {
   GeneratorMix m;
   for (const GeneratorDef& g : generator_table()) {
+    // A forward campaign's mix leaves the backward classes out: their
+    // features are gradients', and the forward seeded campaigns keep the
+    // cases they always ran.
+    if (g.backward && pass == Pass::Fwd) continue;
     m.entries_.push_back({&g, g.default_weight});
     m.total_ += g.default_weight;
   }
   return m;
 }
 
-std::optional<GeneratorMix> GeneratorMix::parse(std::string_view spec, std::string* error) {
-  if (spec.empty() || spec == "all") return defaults();
+std::optional<GeneratorMix> GeneratorMix::parse(std::string_view spec, std::string* error, Pass pass) {
+  if (spec.empty() || spec == "all") return defaults(pass);
   constexpr int kMaxWeight = 1000;
   GeneratorMix m;
   while (!spec.empty()) {

@@ -1,6 +1,6 @@
 // Adversarial case generators: one per class of the fuzzing issue (shapes,
 // late maxima, flat rows, magnitude, masking, values, layouts, additive
-// masks).  Each is a small function of a counter-based RNG, registered in a
+// masks), and the backward classes of issue 14 (flagged `backward`).  Each is a small function of a counter-based RNG, registered in a
 // table with a name and a default weight; a campaign mixes them by weight
 // and any one of them can run alone.
 //
@@ -42,7 +42,16 @@ struct GeneratorDef {
   const char* summary;
   int default_weight;
   Case (*make)(Dice& dice);
+  // A backward class (what breaks gradients: extreme LSEs, fully masked
+  // rows, dO on a few rows, GQA sums): its cases record `pass bwd`, and only
+  // a backward (or both-pass) default mix includes it.  Any class can be
+  // named in --classes.
+  bool backward;
 };
+
+// Beyond this |LSE| (ln of fp32's largest value) exp(-LSE) or exp(LSE)
+// overflows fp32: the bwd_lse_extreme class's rows reach past it.
+inline constexpr double kBwdExtremeLse = 88.72;
 
 const std::vector<GeneratorDef>& generator_table();
 const GeneratorDef* find_generator(std::string_view name);
@@ -54,11 +63,14 @@ int64_t case_work(const Case& c);
 // A weighted choice of generators.
 class GeneratorMix {
  public:
-  // Every generator at its default weight.
-  static GeneratorMix defaults();
+  // Every generator of the pass at its default weight: Fwd the forward
+  // classes (the backward ones left out); Bwd and Both every class, the
+  // forward ones included (their masks, shapes and magnitudes reach the
+  // gradients too).
+  static GeneratorMix defaults(Pass pass = Pass::Fwd);
   // "late_max=3,masking=1" or "late_max,flat" (weight 1 each); "all" for the
-  // defaults.  nullopt and a one-line *error for unknown names or bad weights.
-  static std::optional<GeneratorMix> parse(std::string_view spec, std::string* error);
+  // pass's defaults.  nullopt and a one-line *error for unknown names or bad weights.
+  static std::optional<GeneratorMix> parse(std::string_view spec, std::string* error, Pass pass = Pass::Fwd);
 
   struct Entry {
     const GeneratorDef* gen;

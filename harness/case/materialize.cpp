@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "harness/case/case_io.h"
 #include "harness/case/mask_patterns.h"
 #include "harness/case/rng.h"
 #include "harness/case/transforms.h"
@@ -22,12 +23,23 @@ double draw(const Distribution& dist, const CounterRng& rng, uint64_t n) {
     const int64_t r = int64_t(dist.param < 0 ? 0 : dist.param);
     return double(int64_t(rng.below(n, uint64_t(2 * r + 1))) - r);
   }
+  if (dist.kind == "few_rows") return rng.normal(n);  // the row's own draw decides whether it is kept (fill)
   return rng.normal(n) * dist.param;
 }
 
-void fill(std::vector<double>& out, const Distribution& dist, uint64_t seed, uint64_t stream) {
+// The counter of a row's keep-or-zero draw (few_rows): a sub-stream keyed by
+// the tensor's own stream, so it never shares a counter with the values'.
+constexpr uint64_t kRowSelectStream = 1;
+
+// `row` elements per row (the last dimension): few_rows keeps whole rows.
+void fill(std::vector<double>& out, const Distribution& dist, uint64_t seed, uint64_t stream, int row) {
   const CounterRng rng(seed, stream);
   for (size_t n = 0; n < out.size(); ++n) out[n] = draw(dist, rng, n);
+  if (dist.kind != "few_rows" || row <= 0) return;
+  const CounterRng rows(rng.key, kRowSelectStream);
+  for (size_t r = 0; r * size_t(row) < out.size(); ++r)
+    if (rows.below(r, uint64_t(kPermilScale)) >= uint64_t(dist.param))
+      std::fill_n(out.begin() + std::ptrdiff_t(r * size_t(row)), row, 0.0);
 }
 
 // Physical strides of a [b][h][s][d] view and where each tensor starts.
@@ -78,8 +90,8 @@ uint32_t output_poison_bits(afz_dtype t) {
   }
 }
 
-void fill_distribution(std::vector<double>& out, const Distribution& dist, uint64_t seed, uint64_t stream) {
-  fill(out, dist, seed, stream);
+void fill_distribution(std::vector<double>& out, const Distribution& dist, uint64_t seed, uint64_t stream, int row) {
+  fill(out, dist, seed, stream, row);
 }
 
 void generate_logical(const Case& c, LogicalTensors& x) {
@@ -93,9 +105,9 @@ void generate_logical(const Case& c, LogicalTensors& x) {
   x.q.assign(size_t(x.batch) * x.heads_q * x.sq * x.d, 0.0);
   x.k.assign(size_t(x.batch) * x.heads_kv * x.sk * x.d, 0.0);
   x.v.assign(size_t(x.batch) * x.heads_kv * x.sk * x.dv, 0.0);
-  fill(x.q, c.values_q, c.seed, kStreamQ);
-  fill(x.k, c.values_k, c.seed, kStreamK);
-  fill(x.v, c.values_v, c.seed, kStreamV);
+  fill(x.q, c.values_q, c.seed, kStreamQ, x.d);
+  fill(x.k, c.values_k, c.seed, kStreamK, x.d);
+  fill(x.v, c.values_v, c.seed, kStreamV, x.dv);
   for (size_t n = 0; n < c.transforms.size(); ++n) {
     const TransformDef* def = find_transform(c.transforms[n].name);
     if (!def) throw std::runtime_error("unknown transform '" + c.transforms[n].name + "'");

@@ -84,7 +84,9 @@ class Materialized {
 void generate_logical(const Case& c, LogicalTensors& t);
 
 // out[n] = value n of `dist` on RNG stream `stream` of `seed` (the same
-// draw the Q, K and V recipes use; the backward pass's dO has its own stream).
-void fill_distribution(std::vector<double>& out, const Distribution& dist, uint64_t seed, uint64_t stream);
+// draw the Q, K and V recipes use; the backward pass's dO has its own
+// stream).  `row`: elements per row (the last dimension), which few_rows
+// keeps or zeroes whole.
+void fill_distribution(std::vector<double>& out, const Distribution& dist, uint64_t seed, uint64_t stream, int row);
 
 }  // namespace afz

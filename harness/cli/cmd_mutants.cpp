@@ -106,10 +106,14 @@ void print_totals(const MutantGateResult& r, double wall_s) {
 // The backward gate: each backward mutant against generated cases until its
 // first failure; one row each, exit 1 if any expected kill survives.
 int run_backward_mutants(const MutantsArgs& a) {
-  fmt::print("attnfuzz mutants --pass bwd: seed {}, budget {} cases each\n", a.seed, a.budget_cases);
+  std::string error;
+  const auto mix = GeneratorMix::parse(a.classes, &error, Pass::Bwd);
+  if (!mix) throw BadInput{"--classes: " + error};
+  fmt::print("attnfuzz mutants --pass bwd: seed {}, budget {} cases each, classes {}\n", a.seed, a.budget_cases,
+             mix->describe());
   fmt::print("{:<34} {:<9} {:>6}  {}\n", "mutant", "result", "cases", "verdict");
   bool passed = true;
-  for (const BackwardGateRow& row : run_backward_gate(a.seed, a.budget_cases)) {
+  for (const BackwardGateRow& row : run_backward_gate(a.seed, a.budget_cases, *mix)) {
     const bool survived = !row.killed && row.expected_kill;
     passed &= !survived;
     fmt::print("{:<34} {:<9} {:>6}  {}\n", row.kernel, row.killed ? "killed" : survived ? "SURVIVED" : "survived*",

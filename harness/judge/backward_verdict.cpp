@@ -22,7 +22,13 @@ GradBoundModel::GradBoundModel(const afz_precision& prec, afz_dtype in_dtype, af
   const afz_dtype p_dtype = prec.p_dtype == AFZ_P_DTYPE_OF_V ? in_dtype : prec.p_dtype;
   u_p = p_dtype == prec.score_dtype ? 0.0 : unit_roundoff(p_dtype);
   u_o = unit_roundoff(o_dtype);
+  // The harness stores O with round_to (RNE, gradual underflow): an O in
+  // the subnormal range is off by at most half the smallest subnormal.
+  eta_o = min_subnormal(o_dtype) / 2;
   u_acc = unit_roundoff(prec.acc_dtype);
+  const double gamma_d = gamma(dim_v + 1, u_acc);
+  d_rel = u_o + (1 + u_o) * gamma_d;
+  d_abs = (1 + gamma_d) * eta_o;
   const bool exact_products = in_dtype != AFZ_F32 || prec.score_dtype != AFZ_F32;
   c_s = gamma(d + (exact_products ? 0 : 1), u_s) + 2 * u_s + (softcap > 0 ? 4 * u_s : 0.0);
   exp_rel = 2 * double(prec.exp_ulps) * u_s;
@@ -40,8 +46,8 @@ double GradBoundModel::slack(const GradResult& r) const {
 double GradBoundModel::dq_dk(const GradTerms& t, size_t e, int terms, double slack) const {
   const double rel = exp_rel + 3 * u_s + u_p + gamma(terms, u_acc);
   const double score = c_s * (1 + (softcap > 0 ? 2 / softcap : 0.0)) + u_s;
-  const double err = slack * (rel * t.rel[e] + score * t.score[e] + 2 * u_s * t.lse[e] +
-                              (u_o + gamma(dim_v + 1, u_acc)) * t.cancel[e]) +
+  const double err = slack * (rel * t.rel[e] + score * t.score[e] + 2 * u_s * t.lse[e] + d_rel * t.cancel[e] +
+                              d_abs * t.dout_l1[e]) +
                      (eta_s + eta_p) * t.tiny[e] + kUnderflowOpsPerTerm * (terms + 1) * eta_acc;
   return err + ulp(AFZ_F32, std::fabs(t.value[e].hi) + err);
 }

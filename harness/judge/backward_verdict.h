@@ -15,9 +15,22 @@
 //   dV_j = sum_i P_ij dO_i:
 //     |err| <= (E + u_p + gamma(N)) rel + (c_s + u_s) score + 2u_s lse + eta tiny + ulp
 //     with rel = sum w|dO|, score = sum w sigma |dO|, lse = sum w |LSE| |dO|.
-//   dS_ij = P_ij (dP_ij - D_i): the kernel's dP = dO . v_j is off by
-//   gamma(dv) sum|dO||v_j| = gamma A_ij, its D = dO . O by (u_o + gamma(dv+1))
-//   sum|dO||O| = (...) B_i (u_o: O's rounding to the dtype the kernel is given).
+//   dS_ij = P_ij (dP_ij - D_i).  The kernel's dP = dO . v_j (exact inputs,
+//   fp32 dot product) is off by gamma(dv) A_ij, A_ij = sum|dO||v_j|.  Its D
+//   is computed from the O it was GIVEN: the exact O rounded once to the
+//   output dtype, |O^ - O| <= u_o |O| + eta_o per element (u_o, eta_o =
+//   half the smallest subnormal: backward_problem.h stores it RNE with
+//   gradual underflow), then an fp32 dot product with dO:
+//     |D^ - D| <= sum|dO||O^ - O| + gamma |dO|.|O^|
+//              <= (u_o + (1 + u_o) gamma) B_i + (1 + gamma) eta_o |dO_i|_1
+//     with B_i = sum|dO||O| (exact O), gamma = gamma(dv + 1): the dot
+//   product's dv products and dv - 1 additions, plus one rounding of a D
+//   accumulated wider and stored to fp32 (FlashAttention's preprocess
+//   writes D to an fp32 buffer).  Call the coefficients d_rel and d_abs;
+//   d_rel >= gamma(dv) covers dP too, so both errors are charged as
+//     d_rel (A_ij + B_i) + d_abs |dO_i|_1  per unit of P_ij.
+//   The ORACLE's D is from the exact O (the spec): the rounding of O is
+//   the kernel's input error, and it is these terms that pay for it.
 //   THIS is the cancellation: dP - D may be far smaller than |dP| + |D|, and
 //   the errors of the computed dP and D scale with A >= |dP| and B >= |D|,
 //   not with the difference.  The bound carries that condition term:
@@ -27,7 +40,8 @@
 //   (dS rounded for the dQ / dK GEMMs), u_s (the final scale).
 //   dQ_i = sum_j dS_ij g_ij k_j (dK alike over i): |err| <=
 //     (E + 3u_s + u_p + gamma(N)) rel + (c_s (1 + 2/|cap|) + u_s) score
-//       + 2u_s lse + (u_o + gamma(dv + 1)) cancel + (eta_s + eta_p) tiny + ulp,
+//       + 2u_s lse + d_rel cancel + d_abs dout_l1 + (eta_s + eta_p) tiny + ulp,
+//   with dout_l1 = sum_j w |dO_i|_1 |g| |z| (the oracle's GradTerms),
 //   the softcap's 2c_s/|cap| being the error of g = scale sech^2 from the
 //   score's (|d sech^2| <= 2 |d tanh|), and the oracle's terms use scale >= |g|.
 // Underflow: a P that flushes or goes subnormal loses eta_s, a dS rounded
@@ -45,6 +59,8 @@ namespace afz {
 
 struct GradBoundModel {
   double c_s = 0, u_s = 0, u_p = 0, u_o = 0, u_acc = 0, exp_rel = 0, eta_s = 0, eta_p = 0, eta_acc = 0;
+  double eta_o = 0;           // half the output dtype's smallest subnormal: O's absolute rounding error
+  double d_rel = 0, d_abs = 0;  // D's error per unit of B (and of A: dP's) and per unit of |dO|_1 (see above)
   double softcap = 0;
   int d = 0, dim_v = 0;
   GradBoundModel(const afz_precision& prec, afz_dtype in_dtype, afz_dtype o_dtype, const afz_problem& p);

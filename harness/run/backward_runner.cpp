@@ -140,10 +140,9 @@ BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, c
   return out;
 }
 
-std::vector<BackwardGateRow> run_backward_gate(uint64_t seed, int64_t budget) {
+std::vector<BackwardGateRow> run_backward_gate(uint64_t seed, int64_t budget, const GeneratorMix& mix) {
   const auto fast = make_fast_backward_oracle();
   const auto precise = make_escalation_backward_oracle();
-  const GeneratorMix mix = GeneratorMix::defaults();
   std::vector<BackwardGateRow> rows;
   for (const BackwardMutantInfo& mutant : cpu_backward_mutants()) {
     BackwardGateRow row;

@@ -2,8 +2,9 @@
 //
 // The backward path: materialize the case, run the backward ORACLE first
 // (it computes the exact forward O and LSE on the way), hand the kernel
-// that O and LSE (backward_problem.h says how they are rounded, and why not
-// a forward kernel's outputs), run it, and judge dQ, dK, dV element by element.
+// that O rounded to the output dtype and the LSE rounded to fp32
+// (backward_problem.h says why not a forward kernel's outputs), run it, and
+// judge dQ, dK, dV element by element.
 #pragma once
 #include <cstdint>
 #include <stdexcept>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "harness/case/case.h"
+#include "harness/case/generators.h"
 #include "harness/judge/verdict.h"
 #include "harness/run/runner.h"
 #include "oracles/backward_oracle.h"
@@ -57,8 +59,10 @@ struct BackwardGateRow {
 };
 
 // `attnfuzz mutants --pass bwd`'s core: each backward mutant against
-// generated cases (the default generator mix, seed `seed`) until the first
-// failure or `budget` cases.
-std::vector<BackwardGateRow> run_backward_gate(uint64_t seed, int64_t budget);
+// generated cases (`mix`, by default the backward default mix: the forward
+// classes and the backward ones; seed `seed`) until the first failure or
+// `budget` cases.
+std::vector<BackwardGateRow> run_backward_gate(uint64_t seed, int64_t budget,
+                                               const GeneratorMix& mix = GeneratorMix::defaults(Pass::Bwd));
 
 }  // namespace afz

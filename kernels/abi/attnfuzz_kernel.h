@@ -229,7 +229,14 @@ typedef int (*afz_kernel_timing_fn)(const afz_kernel* kernel, afz_kernel_timing*
  * key contribute nothing (zero gradients); padding (i >= seqlens_q[b],
  * j >= seqlens_k[b]) is neither read nor written.
  *
- * The LSE given follows the forward ABI: natural log, -inf for a row with no
+ * O is given in the forward's OUTPUT dtype (out.dtype == fwd->o.dtype: bf16,
+ * fp16 or fp32), as a real forward stores it: the exact forward output
+ * rounded once to that dtype.  Read it through out.dtype and its strides,
+ * never as fp32.  D = dO . O from this O carries its rounding; the
+ * verdict's bound pays for that (u_o |O| per element), not for anything
+ * coarser.  dO is given in the input dtype.
+ *
+ * The LSE given follows the forward ABI: fp32, natural log, -inf for a row with no
  * visible key (whatever the kernel's own forward writes): exp(S - LSE) there
  * is exp(-inf - (-inf)) = NaN unless the kernel guards it.
  *
@@ -245,7 +252,7 @@ typedef int (*afz_kernel_timing_fn)(const afz_kernel* kernel, afz_kernel_timing*
 typedef struct afz_backward_problem {
   const afz_problem* fwd;              /* inputs and shape; fwd->o, fwd->lse unused */
   afz_tensor dout;                     /* dO [b][heads_q][i][dv], input */
-  afz_tensor out;                      /* O  [b][heads_q][i][dv], input (the forward's output) */
+  afz_tensor out;                      /* O  [b][heads_q][i][dv], input (the forward's output, in its dtype) */
   const float* lse;                    /* [b][heads_q][i], input, natural log */
   int64_t lse_stride[3];
   afz_tensor dq;                       /* [b][heads_q][i][d], written */

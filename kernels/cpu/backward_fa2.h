@@ -4,7 +4,8 @@
 // max").  Key blocks outer (dK, dV of a block stay in fp32 accumulators for
 // the whole sweep), query tiles inner, dQ accumulated in fp32 across key
 // blocks (a GPU kernel's atomic adds):
-//   D_i = dO_i . O_i                                  (preprocess, fp32)
+//   D_i = dO_i . O_i                                  (preprocess, fp32, from the
+//                                                      O given: the forward's stored O in the output dtype)
 //   P = exp(S - LSE)                                  (fp32, from the saved LSE)
 //   dV += round(P)^T dO,   dP = dO V^T,   dS = P o (dP - D)
 //   dQ += round(dS) K,     dK += round(dS)^T Q,       dQ, dK *= scale at the end
@@ -38,8 +39,9 @@ struct Fa2BwdSteps {
   template <typename T>
   static T probability(T s, T lse_ref) { return std::exp(s - lse_ref); }
 
-  // The O that D = dO . O reads: the fp32 O the kernel is given.
-  static float o_for_row_term(float o, afz_dtype /*stored_dtype*/) { return o; }
+  // One term dO_x O_x of D = dO . O, from the O the kernel is given as the
+  // forward stored it (loaded exactly from the output dtype).
+  static float d_term(float dout, float o) { return dout * o; }
 
   // dS = P (dP - D): the softmax Jacobian applied to dP.
   template <typename T>
@@ -61,7 +63,7 @@ struct BwdConfig {
 };
 
 template <class Steps = Fa2BwdSteps>
-void fa2_backward(const afz_backward_problem& bp, const BwdConfig& cfg, afz_dtype stored_o_dtype) {
+void fa2_backward(const afz_backward_problem& bp, const BwdConfig& cfg) {
   const afz_problem& p = *bp.fwd;
   const int d = p.head_dim, dv = p.head_dim_v, br = cfg.br, bc = cfg.bc, group = p.heads_q / p.heads_kv;
   const RoundPTo round_p{p.v.dtype};
@@ -77,9 +79,9 @@ void fa2_backward(const afz_backward_problem& bp, const BwdConfig& cfg, afz_dtyp
         for (int i = 0; i < sq; ++i) {
           const int h = hk * group + g;
           load_row(bp.dout, b, h, i, dv, dO.data());
-          load_row(bp.out, b, h, i, dv, O.data());
+          load_row(bp.out, b, h, i, dv, O.data());  // through O's dtype (bf16, fp16 or fp32)
           float acc = 0.0f;
-          for (int x = 0; x < dv; ++x) acc = acc + dO[x] * Steps::o_for_row_term(O[x], stored_o_dtype);
+          for (int x = 0; x < dv; ++x) acc = acc + Steps::d_term(dO[x], O[x]);
           D[int64_t(g) * sq + i] = acc;
           const float lse = bp.lse[b * bp.lse_stride[0] + h * bp.lse_stride[1] + i * bp.lse_stride[2]];
           lse_ref[int64_t(g) * sq + i] = Steps::lse_reference(lse);
@@ -164,9 +166,7 @@ int fa2_backward_entry(const afz_backward_kernel* self, const afz_backward_probl
   }
   try {
     if (cfg.br < 1 || cfg.bc < 1) throw std::invalid_argument("backward kernel: Br and Bc must be at least 1");
-    // The dtype the forward stored O in, for a kernel that reads it back
-    // rounded (the stored O of a real forward): the case's output dtype.
-    fa2_backward<Steps>(*bp, cfg, bp->fwd->o.dtype);
+    fa2_backward<Steps>(*bp, cfg);
   } catch (const std::exception& e) {
     write_message(error, error_len, e.what());
     return 1;

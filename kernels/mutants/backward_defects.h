@@ -27,12 +27,15 @@ struct BwdLseNegated : Fa2BwdSteps {
   static T probability(T s, T lse_ref) { return std::exp(s + lse_ref); }
 };
 
-// D = dO . O from the O rounded to the forward's output dtype (what
-// FlashAttention does: its preprocess reads the stored bf16 O) while the
-// kernel was given the fp32 O.  See backward_mutants.cpp for whether that
-// is a defect at the bound.
-struct BwdDFromRoundedO : Fa2BwdSteps {
-  static float o_for_row_term(float o, afz_dtype stored) { return float(round_to(stored, double(o))); }
+// D = dO . O from an unscaled FP8 (e4m3) copy of O: an FP8 attention's
+// preprocess that reads the FP8 output buffer but drops its amax scale
+// (scale 1).  Reading the stored bf16 / fp16 O is correct (it is what the
+// kernel is given, and the bound pays for its rounding); e4m3 keeps 4
+// significand bits (2^-4 relative, 2^5 times bf16's 2^-9), flushes |O| below
+// 2^-10 to zero and saturates past 448 to NaN (e4m3 has no Inf): a defect
+// on every output dtype.
+struct BwdDFromFp8O : Fa2BwdSteps {
+  static float d_term(float dout, float o) { return dout * float(round_to(AFZ_F8E4M3, double(o))); }
 };
 
 // dQ and dK without the softmax scale: the chain rule through s = scale q.k dropped.

@@ -69,6 +69,29 @@ static int naive_run(const afz_kernel* self, const afz_problem* p, char* error, 
   return 0;
 }
 
+/* One element of a bf16 / fp16 / fp32 tensor, exactly as a float: the
+ * backward is given O in the forward's output dtype. */
+static float half_bits_to_float(uint16_t h) {
+  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  const float mag = e == 0x1f ? (m ? NAN : INFINITY)
+                    : e == 0  ? ldexpf((float)m, -24)          /* subnormal: m 2^-24 */
+                              : ldexpf((float)(m | 0x400), e - 25); /* (1024 + m) 2^(e - 25) */
+  return (h & 0x8000) ? -mag : mag;
+}
+
+static float load_element(const afz_tensor* t, int b, int h, int s, int x) {
+  const int64_t at = b * t->stride[0] + h * t->stride[1] + s * t->stride[2] + x * t->stride[3];
+  switch (t->dtype) {
+    case AFZ_BF16: {
+      /* bf16 is the top half of an fp32. */
+      union { uint32_t u; float f; } w = {(uint32_t)((const uint16_t*)t->data)[at] << 16};
+      return w.f;
+    }
+    case AFZ_F16: return half_bits_to_float(((const uint16_t*)t->data)[at]);
+    default: return ((const float*)t->data)[at];
+  }
+}
+
 static float* grad_row(const afz_tensor* t, int b, int h, int s) {
   return (float*)t->data + b * t->stride[0] + h * t->stride[1] + s * t->stride[2];
 }
@@ -97,11 +120,12 @@ static int naive_backward_run(const afz_backward_kernel* self, const afz_backwar
         const int hk = h / group, n = p->seqlens_k[b];
         const float* q = row_f32(&p->q, b, h, i);
         const float* d_o = row_f32(&bp->dout, b, h, i);
-        const float* o = row_f32(&bp->out, b, h, i);
+
         float* dq = grad_row(&bp->dq, b, h, i);
         const float lse = bp->lse[b * bp->lse_stride[0] + h * bp->lse_stride[1] + i * bp->lse_stride[2]];
         float d = 0.0f;
-        for (int x = 0; x < p->head_dim_v; ++x) d += d_o[x] * o[x];
+        /* O as the forward stored it: bf16, fp16 or fp32. */
+        for (int x = 0; x < p->head_dim_v; ++x) d += d_o[x] * load_element(&bp->out, b, h, i, x);
         for (int x = 0; x < p->head_dim; ++x) dq[x] = 0.0f;
         /* A row with no key has LSE -inf: exp(S - LSE) would be exp(+inf);
          * its gradients are 0. */
@@ -162,8 +186,8 @@ int attnfuzz_kernels(const afz_kernel** kernels, int* count) {
 
 static const afz_backward_kernel kPluginBackwardKernels[] = {{
     "example.naive_fp32",
-    "plugin example: the naive method's gradients in fp32 from the given LSE, dense BHSD fp32 only",
-    {AFZ_CAP_GQA, 1u << AFZ_F32, 1u << AFZ_F32, 1, 1024, 1, 0},
+    "plugin example: the naive method's gradients in fp32 from the given LSE; fp32 inputs, O in fp32, bf16 or fp16",
+    {AFZ_CAP_GQA, 1u << AFZ_F32, (1u << AFZ_F32) | (1u << AFZ_BF16) | (1u << AFZ_F16), 1, 1024, 1, 0},
     {.score_dtype = AFZ_F32, .p_dtype = AFZ_F32, .acc_dtype = AFZ_F32, .exp_ulps = 1.0f,
      .flush_subnormals = 0, .l_from_unrounded_p = 1},
     {AFZ_MASKED_ROW_ZERO, AFZ_EMPTY_LSE_NEG_INF},

@@ -111,7 +111,9 @@ MaskPattern random_pattern(Draw& d) {
 Distribution random_distribution(Draw& d) {
   const auto kinds = distribution_kinds();
   Distribution x{kinds[d.below(kinds.size())].name, 0};
-  x.param = x.kind == "int" ? double(d.range(0, kMaxIntDistribution)) : d.nonnegative_double();
+  x.param = x.kind == "int"        ? double(d.range(0, kMaxIntDistribution))
+            : x.kind == "few_rows" ? double(d.range(0, kPermilScale))
+                                   : d.nonnegative_double();
   return x;
 }
 
@@ -438,7 +440,9 @@ const ErrorCase kErrors[] = {
     {"attnfuzz-case 1\nadd_mask 1e39 rows_every 2\n", 2, "add_mask", "value 1e39 overflows fp32 (write -inf or lowest"},
     {"attnfuzz-case 1\nadd_mask -1e4 band 0\n", 2, "add_mask", "pattern band takes LO HI, got 1 value"},
     // Values and transforms.
-    {"attnfuzz-case 1\nvalues cauchy 1\n", 2, "values", "unknown distribution 'cauchy' (one of: normal, uniform, int)"},
+    {"attnfuzz-case 1\nvalues cauchy 1\n", 2, "values", "unknown distribution 'cauchy' (one of: normal, uniform, int, few_rows)"},
+    {"attnfuzz-case 1\nvalues_do few_rows 1001\n", 2, "values_do", "few_rows PERMIL must be a whole number <= 1000, got 1001"},
+    {"attnfuzz-case 1\nvalues_do few_rows 2.5\n", 2, "values_do", "few_rows PERMIL must be a whole number <= 1000, got 2.5"},
     {"attnfuzz-case 1\nvalues_k normal -1\n", 2, "values_k", "normal SIGMA must be finite and >= 0, got -1"},
     {"attnfuzz-case 1\nvalues_v int 2.5\n", 2, "values_v", "int R must be a whole number <= 16777216, got 2.5"},
     {"attnfuzz-case 1\nvalues_q int 16777217\n", 2, "values_q", "got 16777217"},

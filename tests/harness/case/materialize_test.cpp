@@ -137,6 +137,26 @@ TEST(Materialize, MaskPatterns) {
   EXPECT_EQ(m.add_mask_at(0, 0, 0, 4), 0.0);
 }
 
+// few_rows keeps or zeroes whole rows (the last dimension), about PERMIL per
+// mille of them, the kept ones drawn as normal 1.
+TEST(Materialize, FewRowsKeepsWholeRows) {
+  Case c = small_case();
+  c.seqlens_k = {400, 400};
+  c.values_v = Distribution{"few_rows", 250};
+  Materialized m(c);
+  const LogicalTensors& x = m.logical();
+  int kept = 0;
+  for (int j = 0; j < x.sk; ++j) {
+    int nonzero = 0;
+    for (int e = 0; e < x.dv; ++e) nonzero += x.V(0, 0, j, e) != 0;
+    EXPECT_TRUE(nonzero == 0 || nonzero == x.dv) << "row " << j << ": " << nonzero << " of " << x.dv;
+    kept += nonzero > 0;
+  }
+  // 250 per mille of 400 rows: 100 expected, 60..140 is many deviations out.
+  EXPECT_GT(kept, 60);
+  EXPECT_LT(kept, 140);
+}
+
 // Pinned: these hashes hold on every compiler and machine.  A change here
 // means saved corpora no longer reproduce: bump the case format version.
 TEST(Materialize, PinnedHashes) {

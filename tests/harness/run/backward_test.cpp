@@ -180,6 +180,32 @@ TEST(BackwardGate, EveryBackwardMutantIsKilled) {
   }
 }
 
+// The recast D mutant (D from an unscaled e4m3 copy of O) is a defect on
+// every output dtype the gate generates, not only on some: killed within a
+// few cases of each.
+TEST(BackwardGate, Fp8DMutantIsKilledOnEveryOutputDtype) {
+  const afz_backward_kernel* mutant = find_backward_kernel("cpu.bwd.mutant.d_from_fp8_o");
+  ASSERT_NE(mutant, nullptr);
+  const auto fast = make_fast_backward_oracle();
+  const auto precise = make_escalation_backward_oracle();
+  constexpr int kCasesPerDtype = 40;
+  const GeneratorMix mix = GeneratorMix::defaults(Pass::Bwd);
+  for (afz_dtype out : {AFZ_BF16, AFZ_F16, AFZ_F32}) {
+    int tried = 0, cases_to_kill = -1;
+    for (uint64_t n = 0; tried < kCasesPerDtype && cases_to_kill < 0 && n < 4000; ++n) {
+      const Case c = generate_case(mix, 1, n).c;
+      if (c.out_dtype != out || case_work(c) > 1'000'000) continue;
+      ++tried;
+      try {
+        if (is_failure(run_backward_case(*mutant, c, *fast, precise.get()).verdict.cls)) cases_to_kill = tried;
+      } catch (const std::exception&) {
+      }
+    }
+    EXPECT_GT(cases_to_kill, 0) << dtype_name(out) << ": survived " << tried << " cases";
+    RecordProperty(std::string("cases_to_kill_") + std::string(dtype_name(out)), cases_to_kill);
+  }
+}
+
 // A saved failure records its pass: `pass bwd` round-trips, the default is
 // not written, so forward case files keep their text.
 TEST(BackwardCase, PassIsRecordedInCaseFiles) {
@@ -220,6 +246,14 @@ TEST(BackwardKernel, RegistryHoldsBuiltinAndPluginBackwardKernels) {
   EXPECT_EQ(v.cls, VerdictClass::Pass) << v.detail;
   EXPECT_GT(v.elements, 0);
   EXPECT_EQ(v.worst.tensor.substr(0, 1), "d");  // the worst element names its gradient
+  // O is given in the output dtype: fp32 inputs with a bf16 or fp16 O (read
+  // as fp32 it would be garbage).
+  for (const char* out : {"bf16", "fp16"}) {
+    const Case narrow = parse("heads 4 2\nseqlen_q 7\nseqlen_k 11\nhead_dim 16\ndtype fp32 " + std::string(out) +
+                              "\nseed 9\n");
+    const Verdict vo = run_backward_case(*k, narrow, *fast, precise.get()).verdict;
+    EXPECT_EQ(vo.cls, VerdictClass::Pass) << out << ": " << vo.detail;
+  }
   // What it does not declare is unsupported, never a failure.
   EXPECT_EQ(run_backward_case(*k, parse("dtype bf16\nseed 1\n"), *fast, precise.get()).verdict.cls,
             VerdictClass::Unsupported);
