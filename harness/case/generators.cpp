@@ -738,6 +738,12 @@ const std::vector<GeneratorDef>& generator_table() {
       {"composed", "a moving max or extreme magnitude with 1-3 of masks, windows, key blocks, softcap, GQA, varlen, "
                    "split-KV length rows",
        2, gen_composed, false},
+  };
+  return table;
+}
+
+const std::vector<GeneratorDef>& backward_generator_table() {
+  static const std::vector<GeneratorDef> table = {
       {"bwd_lse_extreme", "backward: rows whose LSE is below -88.7 or above 88.7 (shifted scores, +/-amp rows), "
                           "masked pairs among them",
        2, gen_bwd_lse_extreme, true},
@@ -753,20 +759,23 @@ const std::vector<GeneratorDef>& generator_table() {
 }
 
 const GeneratorDef* find_generator(std::string_view name) {
-  for (const GeneratorDef& g : generator_table())
-    if (name == g.name) return &g;
+  for (const auto* t : {&generator_table(), &backward_generator_table()})
+    for (const GeneratorDef& g : *t)
+      if (name == g.name) return &g;
   return nullptr;
 }
 
 GeneratorMix GeneratorMix::defaults(Pass pass) {
   GeneratorMix m;
-  for (const GeneratorDef& g : generator_table()) {
-    // A forward campaign's mix leaves the backward classes out: their
-    // features are gradients', and the forward seeded campaigns keep the
-    // cases they always ran.
-    if (g.backward && pass == Pass::Fwd) continue;
-    m.entries_.push_back({&g, g.default_weight});
-    m.total_ += g.default_weight;
+  // A forward campaign's mix leaves the backward classes out: their
+  // features are gradients', and the forward seeded campaigns keep the
+  // cases they always ran.
+  for (const auto* t : {&generator_table(), &backward_generator_table()}) {
+    if (t == &backward_generator_table() && pass == Pass::Fwd) continue;
+    for (const GeneratorDef& g : *t) {
+      m.entries_.push_back({&g, g.default_weight});
+      m.total_ += g.default_weight;
+    }
   }
   return m;
 }
@@ -784,7 +793,8 @@ std::optional<GeneratorMix> GeneratorMix::parse(std::string_view spec, std::stri
     const GeneratorDef* g = find_generator(name);
     if (!g) {
       std::string names;
-      for (const GeneratorDef& def : generator_table()) names += (names.empty() ? "" : ", ") + std::string(def.name);
+      for (const auto* t : {&generator_table(), &backward_generator_table()})
+        for (const GeneratorDef& def : *t) names += (names.empty() ? "" : ", ") + std::string(def.name);
       *error = "unknown generator class '" + std::string(name) + "' (one of: " + names + ")";
       return std::nullopt;
     }

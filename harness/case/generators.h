@@ -43,9 +43,9 @@ struct GeneratorDef {
   int default_weight;
   Case (*make)(Dice& dice);
   // A backward class (what breaks gradients: extreme LSEs, fully masked
-  // rows, dO on a few rows, GQA sums): its cases record `pass bwd`, and only
-  // a backward (or both-pass) default mix includes it.  Any class can be
-  // named in --classes.
+  // rows, dO on a few rows, GQA sums; backward_generator_table()): its
+  // cases record `pass bwd`, and only a backward (or both-pass) default mix
+  // includes it.  Any class can be named in --classes.
   bool backward;
 };
 
@@ -53,7 +53,14 @@ struct GeneratorDef {
 // overflows fp32: the bwd_lse_extreme class's rows reach past it.
 inline constexpr double kBwdExtremeLse = 88.72;
 
+// The forward classes: what forward campaigns, audits and the forward
+// mutant gate sweep.
 const std::vector<GeneratorDef>& generator_table();
+// The backward classes (each flagged `backward`): in a backward or both-pass
+// default mix (GeneratorMix::defaults(Pass::Bwd)), and in an audit's sweep
+// only where the audit runs the backward pass.
+const std::vector<GeneratorDef>& backward_generator_table();
+// A class of either table by name.
 const GeneratorDef* find_generator(std::string_view name);
 
 // The work of a case in multiply-adds of q.k and p.v over every visible-or-

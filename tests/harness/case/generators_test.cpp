@@ -21,6 +21,13 @@ constexpr uint64_t kSeed = 20240531;
 constexpr int kValidated = 300;
 constexpr int kMaterialized = 12;
 
+// The forward classes and the backward ones.
+std::vector<GeneratorDef> every_class() {
+  std::vector<GeneratorDef> all = generator_table();
+  for (const GeneratorDef& g : backward_generator_table()) all.push_back(g);
+  return all;
+}
+
 TEST(Generators, TableHasEveryAdversarialClass) {
   std::set<std::string> names;
   for (const GeneratorDef& g : generator_table()) {
@@ -31,11 +38,20 @@ TEST(Generators, TableHasEveryAdversarialClass) {
   for (const char* want :
        {"shapes", "late_max", "flat", "magnitude", "masking", "values", "layouts", "add_mask", "composed"})
     EXPECT_TRUE(names.count(want)) << want;
+  for (const GeneratorDef& g : generator_table()) EXPECT_FALSE(g.backward) << g.name;
+  std::set<std::string> backward;
+  for (const GeneratorDef& g : backward_generator_table()) {
+    backward.insert(g.name);
+    EXPECT_TRUE(g.backward) << g.name;
+    EXPECT_GT(g.default_weight, 0) << g.name;
+    EXPECT_EQ(find_generator(g.name), &g) << g.name;
+  }
+  EXPECT_EQ(backward, (std::set<std::string>{"bwd_lse_extreme", "bwd_masked_rows", "bwd_do_rows", "bwd_gqa"}));
 }
 
 // Every case of every class is a valid case whose text round-trips.
 TEST(Generators, CasesValidateAndRoundTrip) {
-  for (const GeneratorDef& g : generator_table())
+  for (const GeneratorDef& g : every_class())
     for (int i = 0; i < kValidated; ++i) {
       const Case c = generate_with(g, kSeed, uint64_t(i));
       ASSERT_TRUE(case_is_buildable(c)) << g.name << " case " << i << ": " << validate_case(c)->format("generated")
@@ -50,7 +66,7 @@ TEST(Generators, CasesValidateAndRoundTrip) {
 // Materialized inputs are finite: a planted score (the carrier coordinate)
 // or a scaled q never overflows the input dtype.
 TEST(Generators, CasesMaterializeWithFiniteInputs) {
-  for (const GeneratorDef& g : generator_table())
+  for (const GeneratorDef& g : every_class())
     for (int i = 0; i < kMaterialized; ++i) {
       const Case c = generate_with(g, kSeed, uint64_t(i));
       Materialized m(c);
@@ -61,7 +77,7 @@ TEST(Generators, CasesMaterializeWithFiniteInputs) {
 
 TEST(Generators, WorkStaysWithinBudget) {
   constexpr int64_t kTypical = int64_t{1} << 21, kLongRows = int64_t{1} << 22;
-  for (const GeneratorDef& g : generator_table())
+  for (const GeneratorDef& g : every_class())
     for (int i = 0; i < kValidated; ++i) {
       const Case c = generate_with(g, kSeed, uint64_t(i));
       EXPECT_LE(case_work(c), std::string(g.name) == "flat" ? kLongRows : kTypical) << g.name << " case " << i;
@@ -141,7 +157,7 @@ TEST(Generators, MixFollowsWeights) {
 // What each class claims to cover, it covers (counted over a few hundred cases).
 TEST(Generators, ClassesCoverTheirAdversarialFeatures) {
   std::map<std::string, std::set<std::string>> seen;
-  for (const GeneratorDef& g : generator_table())
+  for (const GeneratorDef& g : every_class())
     for (int i = 0; i < kValidated; ++i) {
       const Case c = generate_with(g, kSeed, uint64_t(i));
       auto& s = seen[g.name];

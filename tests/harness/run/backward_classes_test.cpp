@@ -136,12 +136,13 @@ TEST(BackwardClasses, OnlyTheBackwardMixHasThem) {
   EXPECT_EQ(GeneratorMix::defaults().describe(),
             "shapes=2,late_max=2,flat=1,magnitude=2,masking=2,values=1,layouts=1,add_mask=1,composed=2");
   const std::string bwd = GeneratorMix::defaults(Pass::Bwd).describe();
-  for (const GeneratorDef& g : generator_table()) {
-    EXPECT_NE(bwd.find(std::string(g.name) + "="), std::string::npos) << g.name;
-    if (g.backward) {
-      EXPECT_EQ(GeneratorMix::defaults().describe().find(g.name), std::string::npos) << g.name;
+  for (const auto* table : {&generator_table(), &backward_generator_table()})
+    for (const GeneratorDef& g : *table) {
+      EXPECT_NE(bwd.find(std::string(g.name) + "="), std::string::npos) << g.name;
+      if (g.backward) {
+        EXPECT_EQ(GeneratorMix::defaults().describe().find(g.name), std::string::npos) << g.name;
+      }
     }
-  }
   std::string error;
   auto named = GeneratorMix::parse("bwd_masked_rows=3,masking=1", &error);
   ASSERT_TRUE(named) << error;
