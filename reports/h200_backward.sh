@@ -5,6 +5,8 @@
 #   2. `attnfuzz kernels` lists the backward kernels with their versions;
 #   3. the backward of torch.flash, torch.efficient, torch.cudnn and
 #      torch.math is audited (--pass bwd: every case judged on dQ, dK, dV);
+#   (beside them, for issue 12: the forward of cuDNN direct on PyTorch's 9.19,
+#   and the public-SDPA check of two stride findings);
 #   4. every case the audits saved is re-run with `attnfuzz repro`
 #      (each file records `pass bwd`), in the time that is left.
 # attnfuzz and MPFR/GMP are built on a CPU machine for sm_90a and carried in
@@ -31,9 +33,9 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,nohea
 TP=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
 TORCH_CUDNN=$(python3 -c 'import nvidia.cudnn,os;print(os.path.join(list(nvidia.cudnn.__path__)[0],"lib","libcudnn.so.9"))')
 python3 -c 'import torch;print("torch",torch.__version__,"cudnn",torch.backends.cudnn.version())'
-audit() {  # name jobs sweep_s kernels [--kernel-lib ...]
+audit() {  # name jobs sweep_s kernels [--kernel-lib ...]; PASS=fwd for a forward audit
   local name=$1 jobs=$2 s=$3 kernels=$4; shift 4
-  ( timeout -k 40 $((s + 90)) $AF "$@" audit --pass bwd --kernel "$kernels" --time 20 --sweep-time $s \
+  ( timeout -k 40 $((s + 90)) $AF "$@" audit --pass ${PASS:-bwd} --kernel "$kernels" --time 20 --sweep-time $s \
       --shard $shard --jobs $jobs --minimize-time 3 --minimize-budget $((s / 6)) \
       --out "$R/$name" > "$R/$name.log" 2>&1
     echo "$name audit rc=$?" >> "$R/$name.log" ) &
@@ -57,6 +59,10 @@ echo "cudnn 9.19 case files rc=$?"; cat "$R/cudnn_cases_919.txt" | head -20
 audit cudnn914 2 $sweep_s cudnn.sdpa
 # bash exports an assignment before a function call for the call's duration.
 ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN audit cudnn919 2 $sweep_s cudnn.sdpa
+# Issue 12: the forward of cuDNN direct against PyTorch's cuDNN 9.19 (run 4 audited the system's 9.14 only).
+PASS=fwd ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN audit cudnn919_fwd 2 $sweep_s cudnn.sdpa,cudnn.sdpa.raw
+( timeout 120 python3 tests/kernels/torch/sdpa_public_repro.py > "$R/sdpa_public_repro.txt" 2>&1
+  echo "sdpa_public_repro rc=$?" >> "$R/sdpa_public_repro.txt" ) & pids+=($!)
 if [ -n "$extra_step" ]; then
   ( timeout $(($(left) - 30)) bash -c "$extra_step" > "$R/extra.txt" 2>&1; echo "extra step rc=$?" >> "$R/extra.txt" ) &
   pids+=($!)
@@ -87,7 +93,8 @@ for f in "$R"/*.log; do echo "--- $f"; grep -A14 '^audit matrix' "$f" | head -40
 
 step "every case this run saved, re-run on the H200 ($(left) s left)"
 ( unset ATTNFUZZ_CUDNN_LIB; repro cudnn914 "$R/cudnn914/corpus" ) & pids+=($!)
-( repro cudnn919 "$R/cudnn919/corpus" ) & pids+=($!)
+( export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN; repro cudnn919 "$R/cudnn919/corpus" ) & pids+=($!)
+( export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN; repro cudnn919_fwd "$R/cudnn919_fwd/corpus" ) & pids+=($!)
 [ -n "$TL" ] && { repro torch "$R/torch/corpus" --kernel-lib "$TL" & pids+=($!); }
 wait "${pids[@]}"
 step done

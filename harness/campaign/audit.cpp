@@ -225,6 +225,15 @@ std::string AuditRow::name() const {
                      varlen ? "varlen" : "fixed", layout_label);
 }
 
+std::vector<const GeneratorDef*> audit_classes(const std::vector<CampaignKernel>& kernels) {
+  std::vector<const GeneratorDef*> out;
+  for (const GeneratorDef& g : generator_table()) out.push_back(&g);
+  const bool backward = std::any_of(kernels.begin(), kernels.end(), [](const CampaignKernel& k) { return k.backward; });
+  if (backward)
+    for (const GeneratorDef& g : backward_generator_table()) out.push_back(&g);
+  return out;
+}
+
 std::vector<AuditRow> audit_rows(const std::vector<const afz_kernel*>& kernels) {
   auto any_claims = [&](auto&& pred) {
     for (const afz_kernel* k : kernels)
@@ -342,7 +351,7 @@ class Audit {
     }
     for (const CampaignKernel& k : o.kernels) kernels_.push_back(k.kernel);
     rows_ = audit_rows(kernels_);
-    for (const GeneratorDef& g : generator_table()) classes_.push_back(&g);
+    classes_ = audit_classes(o.kernels);
     const std::vector<std::string> notes = convention_differences(kernels_);
     for (const afz_kernel* k : kernels_) {
       ReportAudit a;

@@ -48,6 +48,9 @@ struct AuditRow {
 // at least one of them claims (8, 64, 128, 256 and an odd size), crossed
 // with every mask kind, GQA, varlen and layout.
 std::vector<AuditRow> audit_rows(const std::vector<const afz_kernel*>& kernels);
+// The adversarial classes an audit crosses the rows with: the generator
+// table, and the backward classes too when a slot is a backward kernel.
+std::vector<const GeneratorDef*> audit_classes(const std::vector<CampaignKernel>& kernels);
 
 // The class's case with the row's features forced onto it, then shrunk
 // (sequence lengths only: every forced feature stays) to the sweep's work

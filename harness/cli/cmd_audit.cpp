@@ -62,7 +62,7 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
   install_stop_handlers();
   std::vector<const afz_kernel*> kernels;
   for (const CampaignKernel& k : o.kernels) kernels.push_back(k.kernel);
-  const size_t rows = audit_rows(kernels).size(), classes = generator_table().size();
+  const size_t rows = audit_rows(kernels).size(), classes = audit_classes(o.kernels).size();
   fmt::print("attnfuzz audit: {} kernel(s), {} feature rows x {} classes = {} cells, {} case(s) each, seed {}, "
              "{:.0f} s in all, corpus {}\n",
              kernels.size(), rows, classes, rows * classes, o.cases_per_cell, o.seed, o.time_s, o.corpus_dir);

@@ -219,7 +219,8 @@ struct FuzzArgs {
 int run_fuzz(const Globals& g, const FuzzArgs& a) {
   const KernelRegistry reg = g.registry();
   CampaignOptions o;
-  o.kernels = resolve_pass_kernels(reg, a.kernels, parse_pass_flag(a.pass).value_or(Pass::Fwd));
+  const Pass pass = parse_pass_flag(a.pass).value_or(Pass::Fwd);
+  o.kernels = resolve_pass_kernels(reg, a.kernels, pass);
   o.seed = a.seed;
   o.first_case = a.first_case;
   o.time_s = a.time.empty() ? -1 : parse_duration(a.time);
@@ -235,7 +236,8 @@ int run_fuzz(const Globals& g, const FuzzArgs& a) {
   }
   o.jobs = a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   std::string error;
-  auto mix = GeneratorMix::parse(a.classes, &error);
+  // A backward campaign's default mix adds the backward classes (what breaks gradients).
+  auto mix = GeneratorMix::parse(a.classes, &error, pass == Pass::Fwd ? Pass::Fwd : Pass::Bwd);
   if (!mix) throw BadInput{"--classes: " + error};
   o.mix = *mix;
   o.corpus_dir = !a.corpus.empty() ? a.corpus : !a.out.empty() ? a.out + "/corpus" : kDefaultCorpus;

@@ -47,6 +47,12 @@
 // Underflow: a P that flushes or goes subnormal loses eta_s, a dS rounded
 // to p_dtype eta_p, absolutely: the tiny terms.  Accumulator operations in
 // the subnormal range lose eta_acc each: 4 per term.
+// The final `ulp` is one rounding of the result to the dtype the gradients
+// are stored in: fp32, or the input dtype for a kernel declaring
+// AFZ_CAP_GRADS_IN_INPUT_DTYPE (PyTorch's, FlashAttention's and cuDNN's
+// backward return them so).  Such a kernel's dK, dV under GQA may sum query
+// heads' gradients already rounded each: + u_in rel + group * eta_in (rel >=
+// sum over the group of |g_h|), the group_rounding term.
 #pragma once
 #include <string>
 
@@ -63,7 +69,14 @@ struct GradBoundModel {
   double d_rel = 0, d_abs = 0;  // D's error per unit of B (and of A: dP's) and per unit of |dO|_1 (see above)
   double softcap = 0;
   int d = 0, dim_v = 0;
+  afz_dtype grad_dtype = AFZ_F32;  // what the kernel rounds dQ, dK, dV to before writing them
+  double u_group = 0, eta_group = 0;  // per-head rounding of a GQA group's dK, dV (see store_gradients)
   GradBoundModel(const afz_precision& prec, afz_dtype in_dtype, afz_dtype o_dtype, const afz_problem& p);
+  // A kernel declaring AFZ_CAP_GRADS_IN_INPUT_DTYPE rounds its gradients to
+  // the input dtype (the final ulp term), and under GQA may have rounded each
+  // query head's dK, dV before summing the group (group_rounding).
+  void store_gradients(uint32_t caps, afz_dtype in_dtype, const afz_problem& p);
+  double group_rounding(const GradTerms& t, size_t e) const;
   // 1 / (1 - e_max) for the problem, or 0 when e_max >= 1/2 (outside the model).
   double slack(const GradResult& r) const;
   double dq_dk(const GradTerms& t, size_t e, int terms, double slack) const;

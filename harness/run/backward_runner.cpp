@@ -65,6 +65,15 @@ BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, c
     out.verdict.detail = reason;
     return out;
   }
+  // As for a forward GPU kernel: no device here is `unsupported`, before
+  // the oracle's work.
+  if (k.caps.flags & AFZ_CAP_GPU) {
+    if (std::string no_gpu = gpu::gpu_unavailable_reason(); !no_gpu.empty()) {
+      out.verdict.cls = VerdictClass::Unsupported;
+      out.verdict.detail = no_gpu;
+      return out;
+    }
+  }
   GradResult r;
   const Stopwatch oracle_time;
   try {
@@ -114,7 +123,6 @@ BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, c
       out.verdict.cls = VerdictClass::Crash;
       out.verdict.detail = std::string("kernel error: ") + run.message;
       return out;
-  }
   }
   const Stopwatch judge_time;
   out.verdict = judge_backward(k, bm, r, escalate);

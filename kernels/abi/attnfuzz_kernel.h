@@ -240,6 +240,12 @@ typedef int (*afz_kernel_timing_fn)(const afz_kernel* kernel, afz_kernel_timing*
  * visible key (whatever the kernel's own forward writes): exp(S - LSE) there
  * is exp(-inf - (-inf)) = NaN unless the kernel guards it.
  *
+ * A backward kernel with AFZ_CAP_GPU runs in the attnfuzz worker process, as
+ * forward GPU kernels do: every pointer of the problem (fwd's q, k, v, masks
+ * and seqlens, dout, out, lse, dq, dk, dv) is a device pointer into a guarded
+ * mirror, fwd->stream is the stream the worker synchronizes, and supports()
+ * runs in the harness on the host problem.
+ *
  * A plugin exports, besides (or instead of) attnfuzz_kernels,
  *
  *     int attnfuzz_backward_kernels(const afz_backward_kernel** kernels, int* count);

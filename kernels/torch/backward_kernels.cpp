@@ -28,9 +28,18 @@ constexpr int64_t kEfficientLseAlignment = 32;
 // (grad_query, grad_key, grad_value[, grad_bias]) in every fused schema.
 constexpr size_t kGradQ = 0, kGradK = 1, kGradV = 2;
 
-// Without dropout the forward operators hand back empty philox seed and
-// offset tensors, which their backward never reads.
+// Without dropout the forward operators hand back philox seed and offset
+// tensors their backward never reads: empty host scalars from FlashAttention
+// and the memory-efficient kernel; cuDNN's backward checks that every tensor
+// is on the inputs' device, so it gets device ones.
 at::Tensor no_philox() { return at::empty({}, at::TensorOptions().dtype(at::kLong)); }
+at::Tensor no_philox_on(at::Device device) { return at::zeros({1}, at::TensorOptions().dtype(at::kLong).device(device)); }
+// [n][H][s][d] with the memory layout the memory-efficient forward gives its
+// output ([n][s][H][d] contiguous, viewed as [n][H][s][d]): an exact copy.
+// Its backward reads O with dO's strides after making dO contiguous in that
+// layout (seen on the H200: dQ, dK off by up to 383 x the bound, dV right,
+// when O came in [n][H][s][d] memory), so both get that layout.
+at::Tensor in_forward_layout(const at::Tensor& t) { return t.transpose(1, 2).contiguous().transpose(1, 2); }
 
 struct BackwardBuiltin final : BackwardBackend {
   Kind kind;
@@ -96,12 +105,12 @@ CallResult BackwardBuiltin::run_slice(const BackwardTensors& t, const BackwardSl
       const int64_t padded = (in.sq + kEfficientLseAlignment - 1) / kEfficientLseAlignment * kEfficientLseAlignment;
       at::Tensor lse_padded = at::zeros({lse.size(0), lse.size(1), padded}, lse.options());
       lse_padded.narrow(2, 0, in.sq).copy_(lse);
-      args = {{"grad_out_", dout},
+      args = {{"grad_out_", in_forward_layout(dout)},
               {"query", q},
               {"key", k},
               {"value", v},
               {"attn_bias", b.bias.defined() ? c10::IValue(b.bias) : c10::IValue(at::Tensor())},
-              {"out", o},
+              {"out", in_forward_layout(o)},
               {"logsumexp", lse_padded},
               {"philox_seed", no_philox()},
               {"philox_offset", no_philox()},
@@ -121,8 +130,8 @@ CallResult BackwardBuiltin::run_slice(const BackwardTensors& t, const BackwardSl
               {"out", o},
               // cuDNN's forward returns its statistics as [n][Hq][sq][1].
               {"logsumexp", lse.unsqueeze(-1).contiguous()},
-              {"philox_seed", no_philox()},
-              {"philox_offset", no_philox()},
+              {"philox_seed", no_philox_on(q.device())},
+              {"philox_offset", no_philox_on(q.device())},
               {"attn_bias", b.bias.defined() ? c10::IValue(b.bias) : c10::IValue(at::Tensor())},
               {"cum_seq_q", at::Tensor()},
               {"cum_seq_k", at::Tensor()},

@@ -218,5 +218,63 @@ TEST(BackwardBound, DAFewUlpsBeyondTheRoundingIsCaught) {
   }
 }
 
+// ---- Gradients stored in the input dtype (AFZ_CAP_GRADS_IN_INPUT_DTYPE) ----
+
+// The reference backward, then every written gradient rounded to the input
+// dtype, as PyTorch's and cuDNN's backward operators return them.
+int run_rounded_grads(const afz_backward_kernel*, const afz_backward_problem* p, char* e, size_t n) {
+  const afz_backward_kernel& ref = *find_backward_kernel("cpu.bwd.fa2");
+  if (int rc = ref.run(&ref, p, e, n); rc != 0) return rc;
+  const afz_problem& f = *p->fwd;
+  for (const afz_tensor* t : {&p->dq, &p->dk, &p->dv}) {
+    float* g = static_cast<float*>(t->data);
+    for (int64_t i = 0; i < int64_t(f.batch) * t->stride[0]; ++i)
+      if (bits_of(g[i]) != kPoisonF32) g[i] = float(round_to(f.q.dtype, g[i]));
+  }
+  return 0;
+}
+
+TEST(BackwardBound, GradientsRoundedToTheInputDtypeNeedTheirDeclaration) {
+  for (const char* text : {"seqlen_q 24\nseqlen_k 90\nhead_dim 32\ndtype bf16\nseed 3\n",
+                           "heads 4 2\nseqlen_q 17\nseqlen_k 130\nhead_dim 64\ndtype fp16\nseed 5\n"}) {
+    SCOPED_TRACE(text);
+    afz_backward_kernel k = with_run(&run_rounded_grads);
+    // Declared as fp32 gradients, the input dtype's rounding is far beyond the bound.
+    EXPECT_EQ(judge(parse(text), k, false).v.cls, VerdictClass::NumericMismatch);
+    k.caps.flags |= AFZ_CAP_GRADS_IN_INPUT_DTYPE;
+    const Outcome o = judge(parse(text), k, false);
+    EXPECT_EQ(o.v.cls, VerdictClass::Pass) << o.v.detail;
+    EXPECT_GT(o.v.max_over_bound, 0x1p-4) << "the rounding is a real share of the bound";
+  }
+}
+
+TEST(BackwardBound, GroupRoundingIsChargedOnlyUnderGqaWithRoundedGradients) {
+  auto model_for = [](const char* text, uint32_t flags) {
+    const Case c = parse(text);
+    Materialized m(c);
+    GradBoundModel model(find_backward_kernel("cpu.bwd.fa2")->precision, m.problem().q.dtype, c.out_dtype, m.problem());
+    model.store_gradients(flags, m.problem().q.dtype, m.problem());
+    return model;
+  };
+  const char* gqa = "heads 4 2\nseqlen_q 4\nseqlen_k 4\nhead_dim 8\ndtype bf16\nseed 1\n";
+  const char* mha = "heads 2 2\nseqlen_q 4\nseqlen_k 4\nhead_dim 8\ndtype bf16\nseed 1\n";
+  EXPECT_EQ(model_for(gqa, 0).u_group, 0.0);
+  EXPECT_EQ(model_for(gqa, 0).grad_dtype, AFZ_F32);
+  EXPECT_EQ(model_for(mha, AFZ_CAP_GRADS_IN_INPUT_DTYPE).u_group, 0.0);
+  EXPECT_EQ(model_for(mha, AFZ_CAP_GRADS_IN_INPUT_DTYPE).grad_dtype, AFZ_BF16);
+  EXPECT_EQ(model_for(gqa, AFZ_CAP_GRADS_IN_INPUT_DTYPE).u_group, unit_roundoff(AFZ_BF16));
+}
+
+// One key per row: P = 1, so dV_j = sum_i dO_i, which passes fp16's 65504
+// over 256 rows of dO ~ N(0, 8000^2) while dO itself stays in range; its
+// correct rounding to fp16 is inf, which is then no defect.
+TEST(BackwardBound, AGradientPastTheStorageRangeMayBeInf) {
+  const char* text = "seqlen_q 256\nseqlen_k 1\nhead_dim 8\ndtype fp16\nvalues_do normal 8000\nseed 9\n";
+  afz_backward_kernel k = with_run(&run_rounded_grads);
+  k.caps.flags |= AFZ_CAP_GRADS_IN_INPUT_DTYPE;
+  const Outcome o = judge(parse(text), k, false);
+  EXPECT_EQ(o.v.cls, VerdictClass::Pass) << o.v.detail;
+}
+
 }  // namespace
 }  // namespace afz

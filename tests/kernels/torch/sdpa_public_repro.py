@@ -11,7 +11,9 @@ def gapped(s, d, gap, dt=torch.bfloat16):
     base[..., :d] = torch.randn(1, 1, s, d, device='cuda', dtype=dt)
     return base[..., :d]
 q = gapped(2, 8, 17); k = gapped(1, 8, 17); v = gapped(1, 8, 17)
-ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+# The reference by the math backend on contiguous fp32 copies (the fused fp32 kernels refuse these shapes).
+with sdpa_kernel([SDPBackend.MATH]):
+    ref = F.scaled_dot_product_attention(q.float().contiguous(), k.float().contiguous(), v.float().contiguous())
 try:
     with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
         o = F.scaled_dot_product_attention(q, k, v)
