@@ -21,7 +21,7 @@ KernelRegistry Globals::registry() const {
 RunOptions Globals::run_options() const {
   RunOptions o;
   auto tier = parse_oracle_tier(oracle);
-  if (!tier) throw BadInput{"--oracle: unknown tier '" + oracle + "' (auto, fast, boost, mpfr)"};
+  if (!tier) throw BadInput{"--oracle: unknown tier '" + oracle + "' (auto, fast, gpu, boost, mpfr)"};
   o.oracle = *tier;
   o.mpfr_bits = mpfr_bits;
   o.isolate = isolate;
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   Globals g;
   app.add_option("--kernel-lib", g.kernel_libs, "load kernels from a plugin shared library (repeatable)");
-  app.add_option("--oracle", g.oracle, "oracle tier: auto (fast + escalation), fast, boost, mpfr")->capture_default_str();
+  app.add_option("--oracle", g.oracle, "oracle tier: auto (fast + escalation), fast, gpu (the fast tier on the GPU + escalation), boost, mpfr")->capture_default_str();
   app.add_option("--mpfr-bits", g.mpfr_bits, "MPFR precision in bits")->capture_default_str()->check(CLI::Range(64, 4096));
   app.add_flag("--isolate", g.isolate, "run each kernel call in a child process (crash and hang verdicts)");
   app.add_flag("--determinism", g.determinism, "run each case twice and require identical bits");

@@ -55,6 +55,7 @@ KernelRun execute(const afz_kernel& k, Materialized& m, const RunOptions& o, std
 std::optional<OracleTier> parse_oracle_tier(std::string_view s) {
   if (s == "auto") return OracleTier::Auto;
   if (s == "fast") return OracleTier::Fast;
+  if (s == "gpu") return OracleTier::Gpu;
   if (s == "boost") return OracleTier::Boost;
   if (s == "mpfr") return OracleTier::Mpfr;
   return std::nullopt;
@@ -76,6 +77,14 @@ Runner::Runner(RunOptions options) : options_(options) {
       primary_ = make_fast_oracle();
       escalation_ = precise();
       break;
+    case OracleTier::Gpu: {
+      // The fast tier's bound, so its undecided rows escalate as auto's do.
+      std::string why;
+      primary_ = make_gpu_oracle(&why);
+      if (!primary_) throw std::runtime_error("oracle: no GPU tier here (" + why + "); use auto");
+      escalation_ = precise();
+      break;
+    }
   }
 }
 
