@@ -27,6 +27,7 @@ RunOptions Globals::run_options() const {
   o.isolate = isolate;
   o.check_determinism = determinism;
   o.timeout_s = timeout_s;
+  o.sampling = sampling;
   return o;
 }
 
@@ -48,6 +49,15 @@ int main(int argc, char** argv) {
   app.add_flag("--determinism", g.determinism, "run each case twice and require identical bits");
   app.add_option("--timeout", g.timeout_s, "seconds per kernel call before a hang verdict (with --isolate)")
       ->capture_default_str();
+  app.add_option("--check-rows", g.sampling.max_rows,
+                 "judge at most this many query rows per case: every sequence and tile edge plus a seeded sample "
+                 "(coverage stated in the verdict); 0 = every row")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--row-tile", g.sampling.tile_rows, "query-tile height whose edge rows --check-rows always keeps")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--sample-seed", g.sampling.seed, "seed of --check-rows' sample")->capture_default_str();
 
   std::vector<std::pair<CLI::App*, Action>> commands;
   // get_subcommands() without a filter lists only the *parsed* ones (empty

@@ -6,6 +6,7 @@
 
 #include "harness/case/materialize.h"
 #include "harness/judge/error_stats.h"
+#include "harness/judge/row_sample.h"
 #include "kernels/abi/attnfuzz_kernel.h"
 #include "oracles/oracle.h"
 
@@ -52,10 +53,16 @@ struct Verdict {
   // output dtype, the LSE in fp32.  Reports add them up per kernel.
   afz_dtype o_dtype = AFZ_F32;
   ErrorSeries o_stats, lse_stats;
+  // Which rows were judged: all, or a sample (row_sample.h) whose coverage
+  // every statement about the case must quote.
+  RowCoverage coverage;
 };
 
 // Compares the kernel's outputs in m with oracle r.  Rows the fast tier
-// cannot decide are recomputed with `escalate` (may be null).
-Verdict judge(const afz_kernel& k, const Materialized& m, OracleResult& r, const Oracle* escalate);
+// cannot decide are recomputed with `escalate` (may be null).  With
+// `sampling` active only the rows checked_rows() picks are judged (and r
+// need hold only those); the verdict's coverage says which.
+Verdict judge(const afz_kernel& k, const Materialized& m, OracleResult& r, const Oracle* escalate,
+              const RowSampling& sampling = {});
 
 }  // namespace afz

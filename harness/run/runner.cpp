@@ -92,7 +92,17 @@ std::string Runner::oracle_name() const {
   return escalation_ ? primary_->name() + "+" + escalation_->name() : primary_->name();
 }
 
-OracleResult Runner::reference(const Materialized& m) const { return primary_->compute(m.problem()); }
+OracleResult Runner::reference(const Materialized& m) const {
+  const afz_problem& p = m.problem();
+  RowCoverage coverage;
+  const std::vector<int64_t> rows = checked_rows(p, options_.sampling, &coverage);
+  if (!coverage.sampled) return primary_->compute(p);
+  // Only the rows the verdict will judge: the others stay empty and unread.
+  OracleResult r;
+  r.resize(p.batch, p.heads_q, p.max_seqlen_q, p.head_dim_v);
+  primary_->compute_rows(p, rows, r);
+  return r;
+}
 
 bool Runner::reruns(const afz_kernel& k, bool rerun) const {
   // A kernel that declares its reruns may differ (atomics) is not held to
@@ -134,7 +144,7 @@ CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r, b
     out.timing.oracle = sw.seconds();
   }
   Stopwatch judge_time;
-  out.verdict = judge(k, m, *r, escalation_.get());
+  out.verdict = judge(k, m, *r, escalation_.get(), options_.sampling);
   out.timing.judge = judge_time.seconds();
   if (!out_of_bounds.empty() && int(out.verdict.cls) < int(VerdictClass::OutOfBounds)) {
     out.verdict.cls = VerdictClass::OutOfBounds;

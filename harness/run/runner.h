@@ -22,6 +22,7 @@ struct RunOptions {
   bool check_determinism = false;        // run twice, compare bits
   bool isolate = false;                  // kernel in a child process
   double timeout_s = 60;
+  RowSampling sampling;                  // off: every row is judged (harness/judge/row_sample.h)
 };
 
 struct Timing {

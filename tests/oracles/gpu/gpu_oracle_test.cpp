@@ -39,7 +39,10 @@ std::unique_ptr<Oracle> gpu_or_skip_reason(std::string* why) { return make_gpu_o
 double dd_distance(DD a, DD b) { return std::fabs((a.hi - b.hi) + (a.lo - b.lo)); }
 
 // Both results within their own bounds of one exact value: |g - f| <= err_g + err_f.
-void expect_agree(const OracleResult& g, const OracleResult& f, const std::string& what, bool same_reference) {
+// Against the fast tier (same_tier) the condition terms and bounds agree too,
+// and so do the rows either one cannot resolve.
+void expect_agree(const OracleResult& g, const OracleResult& f, const std::string& what, bool same_reference,
+                  bool same_tier) {
   ASSERT_EQ(g.rows(), f.rows()) << what;
   ASSERT_EQ(g.dv, f.dv) << what;
   for (int64_t r = 0; r < g.rows(); ++r) {
@@ -47,22 +50,29 @@ void expect_agree(const OracleResult& g, const OracleResult& f, const std::strin
     ASSERT_EQ(g.visible_keys[r], f.visible_keys[r]) << what << " row " << r;
     // Scores are computed bit for bit alike (only exp, log and tanh may
     // round differently), so without a softcap the reference key is the same.
-    if (same_reference) ASSERT_EQ(g.max_key[r], f.max_key[r]) << what << " row " << r;
+    if (same_reference) {
+      ASSERT_EQ(g.max_key[r], f.max_key[r]) << what << " row " << r;
+    }
     if (f.empty[r]) {
       EXPECT_EQ(g.lse[r].hi, -std::numeric_limits<double>::infinity()) << what;
       for (int x = 0; x < g.dv; ++x) EXPECT_EQ(g.o[r * g.dv + x].hi, 0.0) << what;
       continue;
     }
-    if (std::isfinite(g.lse_err[r]) && std::isfinite(f.lse_err[r]))
+    if (std::isfinite(g.lse_err[r]) && std::isfinite(f.lse_err[r])) {
       EXPECT_LE(dd_distance(g.lse[r], f.lse[r]), g.lse_err[r] + f.lse_err[r]) << what << " lse row " << r;
-    EXPECT_EQ(std::isfinite(g.lse_err[r]), std::isfinite(f.lse_err[r])) << what << " row " << r;
+    }
+    if (same_tier) {
+      EXPECT_EQ(std::isfinite(g.lse_err[r]), std::isfinite(f.lse_err[r])) << what << " row " << r;
+    }
     for (int x = 0; x < g.dv; ++x) {
       const int64_t e = r * g.dv + x;
       if (!std::isfinite(g.o_err[e]) || !std::isfinite(f.o_err[e])) continue;
       EXPECT_LE(dd_distance(g.o[e], f.o[e]), g.o_err[e] + f.o_err[e]) << what << " o row " << r << " x " << x;
       // The condition terms feed the verdict's bound: equal to a few ulps.
       EXPECT_NEAR(g.cond[e], f.cond[e], 1e-12 * f.cond[e] + 1e-300) << what;
-      EXPECT_NEAR(g.o_err[e], f.o_err[e], 1e-6 * f.o_err[e] + 1e-300) << what;
+      if (same_tier) {
+        EXPECT_NEAR(g.o_err[e], f.o_err[e], 1e-6 * f.o_err[e] + 1e-300) << what;
+      }
     }
   }
 }
@@ -97,11 +107,11 @@ TEST(GpuOracle, AgreesWithTheFastAndMpfrTiersOnGeneratedCases) {
       continue;
     }
     rg = gpu->compute(p);
-    expect_agree(rg, rf, what + " (gpu vs fast)", p.softcap == 0);
+    expect_agree(rg, rf, what + " (gpu vs fast)", p.softcap == 0, true);
     // Against the multiprecision tier on small cases: the GPU bound holds.
     if (case_work(gc.c) < (int64_t(1) << 22)) {
       const OracleResult rp = precise->compute(p);
-      expect_agree(rg, rp, what + " (gpu vs " + precise->name() + ")", false);
+      expect_agree(rg, rp, what + " (gpu vs " + precise->name() + ")", false, false);
     }
     ++compared;
   }
@@ -126,11 +136,11 @@ TEST(GpuOracle, AgreesOnHugeMasksScoresAndLongRows) {
   t.set_add_mask([](int, int, int i, int j) { return (i + j) % 5 == 0 ? -3.4028234663852886e38 : 0.0; });
   t.set_window(700, 3, AFZ_ALIGN_BOTTOM_RIGHT);
   afz_problem p = t.problem();
-  expect_agree(gpu->compute(p), fast->compute(p), "masked long rows", true);
+  expect_agree(gpu->compute(p), fast->compute(p), "masked long rows", true, true);
   p.scale = 1e28f;
-  expect_agree(gpu->compute(p), fast->compute(p), "huge scores", true);
+  expect_agree(gpu->compute(p), fast->compute(p), "huge scores", true, true);
   p.softcap = 30.0f;
-  expect_agree(gpu->compute(p), fast->compute(p), "huge scores, softcapped", false);
+  expect_agree(gpu->compute(p), fast->compute(p), "huge scores, softcapped", false, true);
 }
 
 // The verdict from the GPU tier's reference: the same class and worst
