@@ -10,6 +10,14 @@
 #pragma once
 #include <cmath>
 
+// The same code runs on the host and, compiled by nvcc, on the GPU
+// (oracles/gpu): there --fmad=false keeps every operation as written.
+#if defined(__CUDACC__)
+#define AFZ_HOST_DEVICE __host__ __device__
+#else
+#define AFZ_HOST_DEVICE
+#endif
+
 namespace afz::eft {
 
 // s + e == a + b exactly, s = fl(a + b).  Knuth's branch-free TwoSum: no
@@ -18,7 +26,7 @@ namespace afz::eft {
 // reference, since a 32-byte vector by value has a different ABI with and
 // without AVX.  The inputs are copied first: s may be the same object as a.
 template <class T>
-inline void two_sum(const T& a, const T& b, T& s, T& e) {
+AFZ_HOST_DEVICE inline void two_sum(const T& a, const T& b, T& s, T& e) {
   const T x = a, y = b;
   s = x + y;
   const T bb = s - x;
@@ -27,7 +35,7 @@ inline void two_sum(const T& a, const T& b, T& s, T& e) {
 
 // Same when |a| >= |b| (or a == 0): Dekker's FastTwoSum (3 flops).
 template <class T>
-inline void fast_two_sum(const T& a, const T& b, T& s, T& e) {
+AFZ_HOST_DEVICE inline void fast_two_sum(const T& a, const T& b, T& s, T& e) {
   const T x = a, y = b;
   s = x + y;
   e = y - (s - x);
@@ -36,9 +44,9 @@ inline void fast_two_sum(const T& a, const T& b, T& s, T& e) {
 // p + e == a * b exactly unless a * b underflows (then |error| <= 2^-1075):
 // the FMA computes a * b - p with a single rounding, and that difference is
 // representable.
-inline void two_prod(double a, double b, double& p, double& e) {
+AFZ_HOST_DEVICE inline void two_prod(double a, double b, double& p, double& e) {
   p = a * b;
-  e = std::fma(a, b, -p);
+  e = fma(a, b, -p);  // ::fma: glibc's on the host, the device's under nvcc
 }
 
 // hi + lo == a exactly with hi holding at most 26 significant bits and lo at
@@ -47,7 +55,7 @@ inline void two_prod(double a, double b, double& p, double& e) {
 // part with a value of at most 24 significant bits (every fp32, fp16 or
 // bf16 number) is then exact in double, so a * v == hi * v + lo * v without
 // an FMA.
-inline void split(double a, double& hi, double& lo) {
+AFZ_HOST_DEVICE inline void split(double a, double& hi, double& lo) {
   constexpr double kSplitter = 0x1p27 + 1;
   const double c = kSplitter * a;
   hi = c - (c - a);
@@ -59,7 +67,7 @@ struct Pair {
   double hi = 0, lo = 0;
 };
 
-inline Pair normalize(double a, double b) {
+AFZ_HOST_DEVICE inline Pair normalize(double a, double b) {
   Pair r;
   two_sum(a, b, r.hi, r.lo);
   return r;
@@ -68,7 +76,7 @@ inline Pair normalize(double a, double b) {
 // (a.hi + a.lo) * b, relative error <= 3.1 u^2 (plus 2^-1074 on underflow):
 // the product of the high parts is exact, the rest is two roundings of terms
 // already u times smaller.
-inline Pair mul(Pair a, double b) {
+AFZ_HOST_DEVICE inline Pair mul(Pair a, double b) {
   double p, e;
   two_prod(a.hi, b, p, e);
   return normalize(p, e + a.lo * b);
@@ -77,7 +85,7 @@ inline Pair mul(Pair a, double b) {
 // (a.hi + a.lo) / (b.hi + b.lo), relative error <= 16 u^2 (Dekker's long
 // division: one quotient, the exact remainder through TwoProd, a correction).
 // a.hi - p is exact by Sterbenz's lemma: p = q1 * b.hi is within a few ulps of a.hi.
-inline Pair div(Pair a, Pair b) {
+AFZ_HOST_DEVICE inline Pair div(Pair a, Pair b) {
   const double q1 = a.hi / b.hi;
   double p, pe;
   two_prod(q1, b.hi, p, pe);

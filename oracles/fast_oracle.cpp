@@ -20,7 +20,8 @@
 //
 // ASSUMPTION: libm's exp, log, expm1 and tanh in double are within 2 ulps
 // of the exact result (glibc documents at most 1 ulp for exp, log and tanh
-// on x86_64).  The derivation of each bound sits next to the code it covers.
+// on x86_64).  The derivation of each bound sits next to the code it covers
+// (here and in fast_steps.h, whose steps the GPU tier runs too).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "oracles/eft.h"
+#include "oracles/fast_steps.h"
 #include "oracles/oracle.h"
 #include "oracles/problem_view.h"
 
@@ -64,28 +66,13 @@ using oracle_detail::ProblemView;
 using oracle_detail::RowId;
 
 constexpr int kVec = 4;                       // doubles per vector: one AVX2 register
-constexpr int kLanes = 2 * kVec;              // independent dot-product lanes: two vectors hide add latency
-constexpr int kPad = kLanes;                  // K and V rows are zero-padded to a multiple of this
-constexpr double kU = 0x1p-53;                // unit roundoff of double
-constexpr double kTiny = 0x1p-1074;           // smallest subnormal: the absolute error of an underflow
-// Below this argument exp(x) < 2^-1075: the weight rounds to 0 and the true
-// one is below kTiny (exp(-745.2) = 2^-1075.1).
-constexpr double kExpUnderflow = -745.2;
-// A shift s_j - m above this means the max was chosen inconsistently, which
-// only happens when the scores' errors are huge; clamping keeps exp finite
-// and the row is then reported undecidable.
-constexpr double kMaxShift = 64.0;
-// Relative error of one weight exp(d_hi) (1 + d_lo): libm's exp (2 ulps =
-// 4u), the fma (u), and |exp(d_lo) - 1 - d_lo| <= d_lo^2 <= (746 u)^2.
-constexpr double kExpRelErr = 5.5 * kU;
-// |cap tanh(x_hi) - cap tanh(t / cap)| for the rounded argument x_hi:
-// tanh's 2 ulps (4u |cap|) plus |x - x_hi| <= 2u |x| damped by
-// sech^2, max_x 2u x sech^2(x) = 0.9u, so 4.9u |cap|; 6u leaves room for
-// the rounding of the bound itself.
-constexpr double kSoftcapErr = 6 * kU;
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-double gamma(double n) { return n * kU / (1 - n * kU); }
+static_assert(fast_steps::kLanes == 2 * kVec, "two vectors of lanes: fast_steps::fold_lanes");
+using fast_steps::gamma;
+using fast_steps::kInf;
+using fast_steps::kLanes;
+using fast_steps::kPad;
+using fast_steps::kTiny;
+using fast_steps::kU;
 
 typedef double Vd __attribute__((vector_size(kVec * sizeof(double))));
 typedef float Vf __attribute__((vector_size(kVec * sizeof(float))));
@@ -106,7 +93,6 @@ inline void add_abs(Vd& acc, const Vd& x) {  // acc += |x|, by clearing the sign
   constexpr uint64_t kNoSign = ~(uint64_t{1} << 63);
   acc += (Vd)((Vu)x & kNoSign);
 }
-inline void add_scaled_abs(Vd& acc, const Vd& w, const Vd& abs_x) { acc += w * abs_x; }
 
 // Dot2 of q with each listed key.  q and k hold at most 24 significant bits
 // (every input dtype is a subset of fp32), so each product h = q_x k_x is
@@ -143,19 +129,10 @@ void dot2_keys(const double* __restrict q, const float* __restrict k_base, int k
       add_abs(A0, h0);
       add_abs(A1, h1);
     }
-    double p = P0[0], c = S0[0] + S1[0], a = A0[0] + A1[0];
-    for (int l = 0; l < kVec; ++l) {
-      double e;
-      if (l > 0) {
-        eft::two_sum(p, P0[l], p, e);
-        c += e + S0[l] + S1[l];
-        a += A0[l] + A1[l];
-      }
-      eft::two_sum(p, P1[l], p, e);
-      c += e;
-    }
-    eft::two_sum(p, c, t_hi[jj], t_lo[jj]);
-    abs_dot[jj] = a;
+    double P[kLanes], S[kLanes], A[kLanes];
+    store_vd(P, P0), store_vd(P + kVec, P1), store_vd(S, S0), store_vd(S + kVec, S1), store_vd(A, A0),
+        store_vd(A + kVec, A1);
+    fast_steps::fold_lanes(P, S, A, t_hi[jj], t_lo[jj], abs_dot[jj]);
   }
 }
 
@@ -213,16 +190,10 @@ void accumulate_values(const float* __restrict v_base, int v_stride, const int32
       load_vd(s, S + x), load_vd(c, C + x), load_vd(a1, A1 + x), load_vd(a2, A2 + x), load_vd(a3, A3 + x),
           load_vd(a4, A4 + x);
       for (int b = 0; b < kKeyBlock; ++b) {
-        Vd vx, av{}, t, q1, q2;
+        Vd vx, av{};
         load_widened(vx, v[b] + x);
         add_abs(av, vx);
-        eft::two_sum(s, w_hi[b] * vx, t, q1);  // exact product
-        eft::two_sum(t, w_lo[b] * vx, s, q2);  // exact product
-        c += q1 + q2;
-        add_scaled_abs(a1, w[b], av);
-        add_scaled_abs(a2, ws[b], av);
-        a3 += av;
-        add_scaled_abs(a4, wr[b], av);
+        fast_steps::accumulate_key(s, c, a1, a2, a3, a4, w_hi[b], w_lo[b], w[b], ws[b], wr[b], vx, av);
       }
       store_vd(S + x, s), store_vd(C + x, c), store_vd(A1 + x, a1), store_vd(A2 + x, a2), store_vd(A3 + x, a3),
           store_vd(A4 + x, a4);
@@ -230,35 +201,7 @@ void accumulate_values(const float* __restrict v_base, int v_stride, const int32
   }
 }
 
-// s_j - m for the reference m = m_a + m_g + m_gl (three doubles, so m is
-// exact), computed as (a_j - m_a) + (g_j.hi - m_g) + (g_j.lo - m_gl) so that
-// neither a huge mask nor a huge dot product swamps the difference.  The
-// first two differences are TwoSums (exact); the rest are additions of
-// terms u times smaller:
-//   g.lo - m_gl and its addition to gl:   u^2 (|g.hi| + |m_g|) + u^2 (|Gh| + |g.hi| + |m_g|)
-//   al + gl and its addition to e:        u^2 (|Ah| + |Gh|) + u^2 (|H| + |Ah| + |Gh|)
-// so, with |H| <= |Ah| + |Gh| and 10% for higher orders,
-//   |result - exact| <= 1.1 u^2 (3 |Ah| + 4 |Gh| + 2 |g.hi| + 2 |m_g|).
-// The reference key itself gets exactly 0, hence weight exactly 1.
-struct Shift {
-  Pair d;
-  double err;
-};
-struct Reference {
-  double m_a, m_g, m_gl;
-  int key;  // ordinal of the reference key among the visible ones
-};
-Shift shifted(double a, Pair g, const Reference& m) {
-  double ah, al, gh, gl, h, e;
-  eft::two_sum(a, -m.m_a, ah, al);
-  eft::two_sum(g.hi, -m.m_g, gh, gl);
-  gl += g.lo - m.m_gl;
-  eft::two_sum(ah, gh, h, e);
-  e += al + gl;
-  const double err =
-      1.1 * kU * kU * (3 * std::fabs(ah) + 4 * std::fabs(gh) + 2 * std::fabs(g.hi) + 2 * std::fabs(m.m_g));
-  return {eft::normalize(h, e), err};
-}
+using fast_steps::Reference;
 
 class FastRows {
  public:
@@ -268,11 +211,7 @@ class FastRows {
         d_padded_(kv_.k_stride()),
         dv_padded_(kv_.v_stride()),
         q_(d_padded_, 0.0) {
-    // Score error per unit of scale * sum|q k| (see dot2_keys), times
-    // (1 + gamma(d')) for abs_dot's own rounding, plus 3.2 u^2 for the
-    // scale product (eft::mul), with 10% for the bound's own roundings.
-    const double d = d_padded_;
-    dot_err_ = 1.1 * (gamma(d + kLanes) * (d / kLanes + kLanes) * kU * (1 + gamma(d)) + 3.2 * kU * kU);
+    dot_err_ = fast_steps::dot_err(d_padded_);
   }
 
   void compute(const RowId& id, OracleResult& out) {
@@ -295,11 +234,7 @@ class FastRows {
     accumulate_values(kv_.v(0), kv_.v_stride(), keys_.data(), e_.data(), e_sigma_.data(), e_rho_.data(), n, dv_padded_,
                       sums_.zero_row.data(), sums_.S.data(), sums_.C.data(), sums_.A1.data(), sums_.A2.data(),
                       sums_.A3.data(), sums_.A4.data());
-    trusted = finish(id, n, ref, trusted, out);
-    if (!trusted) {
-      for (int x = 0; x < view_.head_dim_v(); ++x) out.o_err[id.r * out.dv + x] = kInf;
-      out.lse_err[id.r] = kInf;
-    }
+    finish(id, n, ref, trusted, out);
   }
 
  private:
@@ -308,141 +243,63 @@ class FastRows {
       v->resize(n);
   }
 
-  // g_j = softcap(scale * t_j) as a pair, sigma_j, and delta_j: the bound on
-  // |g^_j - g_j|.  Without softcap, scale * t is eft::mul (3.2 u^2) on a
-  // t within dot_err_: delta = dot_err_ scale D.  With softcap
-  // cap tanh(t / cap): the argument's error is damped by tanh' <= 1 and
-  // scaled back by |cap|, so it stays dot_err_ scale D; tanh and the
-  // rounded argument add kSoftcapErr |cap|; cap * tanh is a TwoProd, exact.
+  // The steps and their bounds: fast_steps.h (shared with the GPU tier).
   void scores(int n) {
-    const double scale = view_.scale(), cap = view_.softcap();
     for (int jj = 0; jj < n; ++jj) {
-      Pair g = eft::mul(Pair{t_hi_[jj], t_lo_[jj]}, scale);
-      const double abs_scaled = std::fabs(scale) * abs_dot_[jj];
-      delta_[jj] = dot_err_ * abs_scaled + kTiny;  // kTiny: eft::mul's underflow
-      if (cap != 0) {
-        const double y = std::tanh(g.hi / cap);
-        eft::two_prod(cap, y, g.hi, g.lo);
-        delta_[jj] += kSoftcapErr * std::fabs(cap);
-      }
-      g_hi_[jj] = g.hi;
-      g_lo_[jj] = g.lo;
-      sigma_[jj] = abs_scaled + std::fabs(cap) + std::fabs(add_[jj]);
+      const fast_steps::Score sc =
+          fast_steps::score(t_hi_[jj], t_lo_[jj], abs_dot_[jj], add_[jj], view_.scale(), view_.softcap(), dot_err_);
+      g_hi_[jj] = sc.g_hi;
+      g_lo_[jj] = sc.g_lo;
+      sigma_[jj] = sc.sigma;
+      delta_[jj] = sc.delta;
     }
   }
 
-  // The key with the largest score, compared through the same three-part
-  // difference the weights use, so that no computed shift is noticeably
-  // positive.  m = a_best + g_best is an exact reference: any m gives the
-  // same o and lse = m + ln sum exp(s_j - m).
+  // The key with the largest score, scanned in key order (fast_steps::beats).
   Reference reference(int n) const {
-    int best = 0;
+    Reference best{add_[0], g_hi_[0], g_lo_[0], 0};
     for (int jj = 1; jj < n; ++jj)
-      if (shifted(add_[jj], {g_hi_[jj], g_lo_[jj]}, {add_[best], g_hi_[best], g_lo_[best], best}).d.hi > 0) best = jj;
-    return {add_[best], g_hi_[best], g_lo_[best], best};
+      if (fast_steps::beats(add_[jj], {g_hi_[jj], g_lo_[jj]}, best)) best = {add_[jj], g_hi_[jj], g_lo_[jj], jj};
+    return best;
   }
 
-  // e_j = exp(s_j - m) and the bound on its error.  With D_j = delta_j +
-  // the shift's rounding, the true weight is e^(d_j) with |d_j - d^_j| <=
-  // D_j, so |e^_j - e_j| <= e^_j rho_j + zeta, rho_j = (expm1(D_j) +
-  // kExpRelErr) / (1 - kExpRelErr), zeta = 3 kTiny for a subnormal result
-  // (2 ulps of exp plus the fma's rounding).  A weight below the underflow
-  // threshold is set to 0; its true value is at most exp(d^ + |d_lo| + D),
-  // kept in tail_.  Returns false when the bound cannot be trusted.
   bool weights(int n, const Reference& ref) {
     bool trusted = true;
     for (int jj = 0; jj < n; ++jj) {
-      const Shift sh = shifted(add_[jj], {g_hi_[jj], g_lo_[jj]}, ref);
-      const double D = delta_[jj] + sh.err;
-      if (sh.d.hi < kExpUnderflow) {
-        e_[jj] = e_sigma_[jj] = e_rho_[jj] = 0;
-        const double top = sh.d.hi + std::fabs(sh.d.lo) + D;
-        tail_[jj] = top < kExpUnderflow ? kTiny : std::exp(top) * (1 + 8 * kU);
-        continue;
-      }
-      double dh = sh.d.hi;
-      if (dh > kMaxShift) {  // see kMaxShift
-        dh = kMaxShift;
-        trusted = false;
-      }
-      const double E = std::exp(dh);
-      e_[jj] = std::fma(E, sh.d.lo, E);  // exp(dh + d_lo) = E (1 + d_lo + O(d_lo^2))
-      const double rho = (std::expm1(D) * (1 + 8 * kU) + kExpRelErr) / (1 - kExpRelErr);
-      if (!(rho < kInf)) trusted = false;
-      e_sigma_[jj] = e_[jj] * sigma_[jj];
-      e_rho_[jj] = trusted ? e_[jj] * rho : 0;  // 0, not inf * 0 = NaN, when the row is lost anyway
-      tail_[jj] = 3 * kTiny;
+      const fast_steps::Weight w =
+          fast_steps::weight(add_[jj], {g_hi_[jj], g_lo_[jj]}, sigma_[jj], delta_[jj], ref, &trusted);
+      e_[jj] = w.e;
+      e_sigma_[jj] = w.e_sigma;
+      e_rho_[jj] = w.e_rho;
+      tail_[jj] = w.tail;
     }
     return trusted;
   }
 
-  // l, o, lse, the condition terms and the bounds.
-  bool finish(const RowId& id, int n, const Reference& ref, bool trusted, OracleResult& out) {
-    const int dv = view_.head_dim_v();
-    // l = sum e_j as a TwoSum chain: the n exact errors, each at most u l,
-    // are summed in double: |error| <= gamma(n) n u l.
-    double l_hi = 0, l_lo = 0, sum_e_rho = 0, sum_e_sigma = 0, zeta = 0, max_abs_score = 0, max_sigma = 0;
-    for (int jj = 0; jj < n; ++jj) {
-      double e;
-      eft::two_sum(l_hi, e_[jj], l_hi, e);
-      l_lo += e;
-      sum_e_rho += e_rho_[jj];
-      sum_e_sigma += e_sigma_[jj];
-      zeta = std::max(zeta, tail_[jj]);
-      max_abs_score = std::max(max_abs_score, std::fabs(g_hi_[jj] + add_[jj]));
-      max_sigma = std::max(max_sigma, sigma_[jj]);
+  // l, o, lse, the condition terms and the bounds (+inf where untrusted).
+  void finish(const RowId& id, int n, const Reference& ref, bool trusted, OracleResult& out) {
+    fast_steps::RowSums sums;
+    for (int jj = 0; jj < n; ++jj) sums.add({e_[jj], e_sigma_[jj], e_rho_[jj], tail_[jj]}, g_hi_[jj], add_[jj], sigma_[jj]);
+    const fast_steps::RowBound rb = fast_steps::row_bound(sums, trusted);
+    for (int x = 0; x < view_.head_dim_v(); ++x) {
+      const int64_t e = id.r * out.dv + x;
+      const fast_steps::Element el =
+          fast_steps::element(rb, sums_.S[x], sums_.C[x], sums_.A1[x], sums_.A2[x], sums_.A3[x], sums_.A4[x]);
+      out.o[e] = DD{el.o.hi, el.o.lo};
+      out.cond[e] = el.cond;
+      out.cond_score[e] = el.cond_score;
+      out.cond_tiny[e] = el.cond_tiny;
+      out.o_err[e] = el.err;
     }
-    const Pair l = eft::normalize(l_hi, l_lo);
-    // The accumulated bound terms are double sums of nonnegative roundings:
-    // the true sums are within gamma(n + 2) of them; F covers that and the
-    // few roundings in evaluating each bound.
-    const double F = 1 + (2.0 * n + 16) * kU;
-    const double eps_l = F * (sum_e_rho + n * zeta + gamma(n) * n * kU * l.hi);
-    if (!(eps_l < 0.5 * l.hi)) trusted = false;
-    const double l_low = l.hi * (1 - 2 * kU) - eps_l;  // l >= l_low > l^/2 (l.lo >= -u l.hi)
-
-    // o = N / l.  With N^, l^ within eps_N, eps_l of the exact N, l:
-    //   |N^/l^ - N/l| <= (eps_N + |N^/l^| eps_l) / l,
-    // eps_N = sum_j |e^_j - e_j| |v_j| + the numerator's own rounding,
-    // gamma(2n)(2n + 1) u A1 + 2n kTiny (see accumulate_values); the DD
-    // division adds 16 u^2 |o| and a subnormal lo kTiny.
-    const double dot_n = gamma(2.0 * n) * (2.0 * n + 1) * kU;
-    for (int x = 0; x < dv; ++x) {
-      const int64_t e = id.r * dv + x;
-      const Pair o = eft::div(eft::normalize(sums_.S[x], sums_.C[x]), l);
-      out.o[e] = DD{o.hi, o.lo};
-      out.cond[e] = sums_.A1[x] / l.hi;
-      out.cond_score[e] = sums_.A2[x] / l.hi;
-      out.cond_tiny[e] = sums_.A3[x] / l.hi;
-      const double eps_n = F * (sums_.A4[x] + zeta * sums_.A3[x] + dot_n * sums_.A1[x] + 2.0 * n * kTiny);
-      out.o_err[e] = F * (eps_n + std::fabs(o.hi) * eps_l) / l_low + 16 * kU * kU * std::fabs(o.hi) + kTiny;
-    }
-
-    // lse = m_a + m_g + m_gl + ln l.  ln(l_hi + l_lo) = ln l_hi + l_lo / l_hi
-    // up to (l_lo / l_hi)^2 <= u^2, and ln_lo rounds by u^2; libm's log costs
-    // 4u |ln l_hi|.  The TwoSum errors e1 <= u(|m_a| + |m_g|) and e2 <= u(|x1|
-    // + |ln|) are added with m_gl (<= u |m_g|) and ln_lo in three roundings of
-    // u times their sum: in all at most 5.5 u^2 (|m_a| + |m_g| + |ln l_hi| + 2)
-    // with the two u^2 above.  l's own
-    // error moves ln l by -ln(1 - eps_l / l^) <= (eps_l / l^) / (1 - eps_l / l^).
-    const double ln_hi = std::log(l.hi), ln_lo = l.lo / l.hi;
-    double x1, e1, x2, e2;
-    eft::two_sum(ref.m_a, ref.m_g, x1, e1);
-    eft::two_sum(x1, ln_hi, x2, e2);
-    const Pair lse = eft::normalize(x2, e1 + e2 + ref.m_gl + ln_lo);
-    out.lse[id.r] = DD{lse.hi, lse.lo};
-    const double rel_l = eps_l / l.hi;
-    out.lse_err[id.r] = F * (rel_l / (1 - rel_l) + 4 * kU * std::fabs(ln_hi) +
-                             5.5 * kU * kU * (std::fabs(ref.m_a) + std::fabs(ref.m_g) + std::fabs(ln_hi) + 2)) +
-                        kTiny;
-
-    out.lse_cond_score[id.r] = sum_e_sigma / l.hi;
-    out.max_abs_score[id.r] = max_abs_score;
-    out.max_sigma[id.r] = max_sigma;
+    const fast_steps::Lse lse = fast_steps::lse(rb, ref);
+    out.lse[id.r] = DD{lse.lse.hi, lse.lse.lo};
+    out.lse_err[id.r] = lse.err;
+    out.lse_cond_score[id.r] = sums.sum_e_sigma / rb.l.hi;
+    out.max_abs_score[id.r] = sums.max_abs_score;
+    out.max_sigma[id.r] = sums.max_sigma;
     out.visible_keys[id.r] = n;
     out.max_key[id.r] = ref.key;
     out.empty[id.r] = 0;
-    return trusted;
   }
 
   const ProblemView& view_;

@@ -70,6 +70,12 @@ class Oracle {
 std::unique_ptr<Oracle> make_mpfr_oracle(int precision_bits = 256);
 std::unique_ptr<Oracle> make_boost_oracle();  // cpp_bin_float, 256 bits
 std::unique_ptr<Oracle> make_fast_oracle();   // double, compensated, with a bound
+// The fast tier's steps and bound on the GPU (oracles/gpu, fp64): nullptr,
+// with *why, where this build has no CUDA or no device is found.  It calls
+// CUDA in the calling process, so a process that forks CUDA workers without
+// exec (the test binary) must not use it before forking; attnfuzz starts its
+// workers by fork + exec (harness/run/gpu/gpu_run.h).
+std::unique_ptr<Oracle> make_gpu_oracle(std::string* why = nullptr);
 bool have_mpfr();
 // The tier undecided rows escalate to: MPFR where it was built, else Boost.
 std::unique_ptr<Oracle> make_escalation_oracle();

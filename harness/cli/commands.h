@@ -24,6 +24,7 @@ struct Globals {
   bool isolate = false;
   bool determinism = false;
   double timeout_s = 60;
+  RowSampling sampling;  // --check-rows, --row-tile, --sample-seed
   std::string command_line;  // argv joined, for reports
 
   // Built lazily after parsing; errors are one line on stderr and exit 2.

@@ -21,12 +21,13 @@ KernelRegistry Globals::registry() const {
 RunOptions Globals::run_options() const {
   RunOptions o;
   auto tier = parse_oracle_tier(oracle);
-  if (!tier) throw BadInput{"--oracle: unknown tier '" + oracle + "' (auto, fast, boost, mpfr)"};
+  if (!tier) throw BadInput{"--oracle: unknown tier '" + oracle + "' (auto, fast, gpu, boost, mpfr)"};
   o.oracle = *tier;
   o.mpfr_bits = mpfr_bits;
   o.isolate = isolate;
   o.check_determinism = determinism;
   o.timeout_s = timeout_s;
+  o.sampling = sampling;
   return o;
 }
 
@@ -42,12 +43,21 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   Globals g;
   app.add_option("--kernel-lib", g.kernel_libs, "load kernels from a plugin shared library (repeatable)");
-  app.add_option("--oracle", g.oracle, "oracle tier: auto (fast + escalation), fast, boost, mpfr")->capture_default_str();
+  app.add_option("--oracle", g.oracle, "oracle tier: auto (fast + escalation), fast, gpu (the fast tier on the GPU + escalation), boost, mpfr")->capture_default_str();
   app.add_option("--mpfr-bits", g.mpfr_bits, "MPFR precision in bits")->capture_default_str()->check(CLI::Range(64, 4096));
   app.add_flag("--isolate", g.isolate, "run each kernel call in a child process (crash and hang verdicts)");
   app.add_flag("--determinism", g.determinism, "run each case twice and require identical bits");
   app.add_option("--timeout", g.timeout_s, "seconds per kernel call before a hang verdict (with --isolate)")
       ->capture_default_str();
+  app.add_option("--check-rows", g.sampling.max_rows,
+                 "judge at most this many query rows per case: every sequence and tile edge plus a seeded sample "
+                 "(coverage stated in the verdict); 0 = every row")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--row-tile", g.sampling.tile_rows, "query-tile height whose edge rows --check-rows always keeps")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--sample-seed", g.sampling.seed, "seed of --check-rows' sample")->capture_default_str();
 
   std::vector<std::pair<CLI::App*, Action>> commands;
   // get_subcommands() without a filter lists only the *parsed* ones (empty

@@ -215,32 +215,40 @@ struct Judge {
 
 }  // namespace
 
-Verdict judge(const afz_kernel& k, const Materialized& m, OracleResult& r, const Oracle* escalate) {
+Verdict judge(const afz_kernel& k, const Materialized& m, OracleResult& r, const Oracle* escalate,
+              const RowSampling& sampling) {
   const afz_problem& p = m.problem();
   Judge j{k, m, p, {}};
   j.v.o_dtype = p.o.dtype;
+  const std::vector<int64_t> rows = checked_rows(p, sampling, &j.v.coverage);
+  auto coordinates = [&](int64_t ri, int& b, int& h, int& i) {
+    i = int(ri % p.max_seqlen_q);
+    h = int(ri / p.max_seqlen_q % p.heads_q);
+    b = int(ri / p.max_seqlen_q / p.heads_q);
+  };
   ErrorBound eb(k.precision, p.q.dtype, p.o.dtype, p.head_dim);
   // Ziv's strategy: rows the fast tier's own error leaves undecided are
   // recomputed at high precision before anything is judged.
   std::vector<int64_t> undecided;
+  int b, h, i;
   if (escalate && !r.o_err.empty()) {
-    for (int b = 0; b < p.batch; ++b)
-      for (int h = 0; h < p.heads_q; ++h)
-        for (int i = 0; i < p.seqlens_q[b]; ++i)
-          if (!r.empty[r.row_index(b, h, i)] && !Judge::decidable(m, k, b, h, i, r, eb))
-            undecided.push_back(r.row_index(b, h, i));
+    for (int64_t ri : rows) {
+      coordinates(ri, b, h, i);
+      if (!r.empty[ri] && !Judge::decidable(m, k, b, h, i, r, eb)) undecided.push_back(ri);
+    }
     // The precise tier writes its own (tiny, or +inf where it cannot
     // resolve a score) bounds into o_err/lse_err: a row it cannot decide
     // either is never called a failure.
     if (!undecided.empty()) escalate->compute_rows(p, undecided, r);
   }
-  for (int b = 0; b < p.batch; ++b)
-    for (int h = 0; h < p.heads_q; ++h)
-      for (int i = 0; i < p.seqlens_q[b]; ++i) {
-        if (r.empty[r.row_index(b, h, i)]) j.empty_row(b, h, i);
-        else j.row(b, h, i, r, eb);
-      }
+  for (int64_t ri : rows) {
+    coordinates(ri, b, h, i);
+    if (r.empty[ri]) j.empty_row(b, h, i);
+    else j.row(b, h, i, r, eb);
+  }
   j.v.escalated_rows = int64_t(undecided.size());
+  // A sampled verdict says so wherever its line is shown (findings, reports).
+  if (j.v.coverage.sampled) j.v.detail += (j.v.detail.empty() ? "" : "; ") + j.v.coverage.describe();
   return j.v;
 }
 

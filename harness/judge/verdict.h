@@ -7,6 +7,7 @@
 
 #include "harness/case/materialize.h"
 #include "harness/judge/error_stats.h"
+#include "harness/judge/row_sample.h"
 #include "kernels/abi/attnfuzz_kernel.h"
 #include "oracles/oracle.h"
 
@@ -57,13 +58,19 @@ struct Verdict {
   // order of kGradientNames; ulps of fp32 at the element), for the report's
   // "dq", "dk", "dv" series.
   std::array<ErrorSeries, 3> grad_stats;
+  // Which rows were judged: all, or a sample (row_sample.h) whose coverage
+  // every statement about the case must quote.
+  RowCoverage coverage;
 };
 
 // The gradients of a backward verdict, as WorstElement::tensor names them.
 inline constexpr std::array<std::string_view, 3> kGradientNames = {"dq", "dk", "dv"};
 
 // Compares the kernel's outputs in m with oracle r.  Rows the fast tier
-// cannot decide are recomputed with `escalate` (may be null).
-Verdict judge(const afz_kernel& k, const Materialized& m, OracleResult& r, const Oracle* escalate);
+// cannot decide are recomputed with `escalate` (may be null).  With
+// `sampling` active only the rows checked_rows() picks are judged (and r
+// need hold only those); the verdict's coverage says which.
+Verdict judge(const afz_kernel& k, const Materialized& m, OracleResult& r, const Oracle* escalate,
+              const RowSampling& sampling = {});
 
 }  // namespace afz

@@ -55,6 +55,7 @@ KernelRun execute(const afz_kernel& k, Materialized& m, const RunOptions& o, std
 std::optional<OracleTier> parse_oracle_tier(std::string_view s) {
   if (s == "auto") return OracleTier::Auto;
   if (s == "fast") return OracleTier::Fast;
+  if (s == "gpu") return OracleTier::Gpu;
   if (s == "boost") return OracleTier::Boost;
   if (s == "mpfr") return OracleTier::Mpfr;
   return std::nullopt;
@@ -76,6 +77,14 @@ Runner::Runner(RunOptions options) : options_(options) {
       primary_ = make_fast_oracle();
       escalation_ = precise();
       break;
+    case OracleTier::Gpu: {
+      // The fast tier's bound, so its undecided rows escalate as auto's do.
+      std::string why;
+      primary_ = make_gpu_oracle(&why);
+      if (!primary_) throw std::runtime_error("oracle: no GPU tier here (" + why + "); use auto");
+      escalation_ = precise();
+      break;
+    }
   }
 }
 
@@ -83,7 +92,17 @@ std::string Runner::oracle_name() const {
   return escalation_ ? primary_->name() + "+" + escalation_->name() : primary_->name();
 }
 
-OracleResult Runner::reference(const Materialized& m) const { return primary_->compute(m.problem()); }
+OracleResult Runner::reference(const Materialized& m) const {
+  const afz_problem& p = m.problem();
+  RowCoverage coverage;
+  const std::vector<int64_t> rows = checked_rows(p, options_.sampling, &coverage);
+  if (!coverage.sampled) return primary_->compute(p);
+  // Only the rows the verdict will judge: the others stay empty and unread.
+  OracleResult r;
+  r.resize(p.batch, p.heads_q, p.max_seqlen_q, p.head_dim_v);
+  primary_->compute_rows(p, rows, r);
+  return r;
+}
 
 bool Runner::reruns(const afz_kernel& k, bool rerun) const {
   // A kernel that declares its reruns may differ (atomics) is not held to
@@ -125,7 +144,7 @@ CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r, b
     out.timing.oracle = sw.seconds();
   }
   Stopwatch judge_time;
-  out.verdict = judge(k, m, *r, escalation_.get());
+  out.verdict = judge(k, m, *r, escalation_.get(), options_.sampling);
   out.timing.judge = judge_time.seconds();
   if (!out_of_bounds.empty() && int(out.verdict.cls) < int(VerdictClass::OutOfBounds)) {
     out.verdict.cls = VerdictClass::OutOfBounds;

@@ -12,15 +12,17 @@
 
 namespace afz {
 
-enum class OracleTier { Auto, Fast, Boost, Mpfr };
+enum class OracleTier { Auto, Fast, Gpu, Boost, Mpfr };
 std::optional<OracleTier> parse_oracle_tier(std::string_view s);
 
 struct RunOptions {
-  OracleTier oracle = OracleTier::Auto;  // auto: fast tier, undecided rows escalated to MPFR (Boost without it)
+  OracleTier oracle = OracleTier::Auto;  // auto: fast tier, undecided rows escalated to MPFR (Boost without it);
+                                         // gpu: the fast tier's arithmetic on the GPU, escalated the same way
   int mpfr_bits = 256;
   bool check_determinism = false;        // run twice, compare bits
   bool isolate = false;                  // kernel in a child process
   double timeout_s = 60;
+  RowSampling sampling;                  // off: every row is judged (harness/judge/row_sample.h)
 };
 
 struct Timing {
