@@ -11,13 +11,16 @@
 #      (each file records `pass bwd`), in the time that is left.
 # attnfuzz and MPFR/GMP are built on a CPU machine for sm_90a and carried in
 # .carry/ (reports/backward/README.md: the call).  Results: $OUT/backward.tgz.
-# Usage: reports/h200_backward.sh SWEEP_SECONDS [SHARD K/N] [DEADLINE_SECONDS] [EXTRA_STEP]
+# Usage: reports/h200_backward.sh SWEEP_SECONDS [SHARD K/N] [DEADLINE_SECONDS] [EXTRA_STEP] [REPRO_ROOT]
 #   EXTRA_STEP: a command run beside the audits (e.g. the GPU oracle's tests), output in extra.txt
+#   REPRO_ROOT: corpora of an earlier run (its cudnn914/, cudnn919/, torch/ folders), re-run once the
+#   plugin is built (repro_earlier_*.txt)
 set -u
 sweep_s=${1:-240}
 shard=${2:-0/1}
 deadline=$((SECONDS + ${3:-540}))
 extra_step=${4:-}
+repro_root=${5:-}
 pids=()  # background jobs by pid: a bare `wait` would wait for the tee below too
 R=$OUT/backward
 mkdir -p "$R"
@@ -80,9 +83,16 @@ if [ -n "$TL" ]; then
   $AF --kernel-lib "$TL" kernels > "$R/kernels.txt" 2>&1
   sed -n '/^backward kernels/,$p' "$R/kernels.txt" | head -60
   step "the torch backward on the case files"
-  timeout 90 $AF --kernel-lib "$TL" run --kernel $TORCH_BWD --pass bwd tests/kernels/cudnn/cases/*.case \
-    tests/harness/run/cases/*.case > "$R/torch_cases.txt" 2>&1
-  echo "torch case files rc=$?"; head -40 "$R/torch_cases.txt"
+  for k in ${TORCH_BWD//,/ }; do
+    timeout 60 $AF --kernel-lib "$TL" run --kernel $k --pass bwd tests/kernels/cudnn/cases/*.case \
+      tests/harness/run/cases/mha_fp32.case >> "$R/torch_cases.txt" 2>&1
+    echo "$k case files rc=$?"
+  done
+  grep -v "^  " "$R/torch_cases.txt" | head -24
+  if [ -n "$repro_root" ]; then
+    [ -d "$repro_root/torch" ] && { repro earlier_torch "$repro_root/torch" --kernel-lib "$TL" & pids+=($!); }
+    [ -d "$repro_root/cudnn919" ] && { repro earlier_cudnn919 "$repro_root/cudnn919" & pids+=($!); }
+  fi
   audit torch 6 $((sweep_s - SECONDS + 20)) $TORCH_BWD --kernel-lib "$TL"
 fi
 
