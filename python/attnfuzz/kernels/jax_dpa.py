@@ -102,6 +102,11 @@ def _cudnn(p):
         if not causal:
             window = (p.window_left if p.window_left >= 0 else p.max_seqlen_k,
                       p.window_right if p.window_right >= 0 else p.max_seqlen_k)
+            # JAX's own check (seen on the H200, a ValueError): "cuDNN doesn't
+            # support right window: 16 when causal mask is not used".
+            if window[1] != 0:
+                raise attnfuzz.Unsupported("cuDNN through jax.nn.dot_product_attention takes no window reaching "
+                                           "right of the diagonal")
     sq, sk = _lengths(jnp, p)
     q, k, v = _zeroed(jnp, p)
     o = jax.nn.dot_product_attention(jnp.swapaxes(q, 1, 2), jnp.swapaxes(k, 1, 2), jnp.swapaxes(v, 1, 2),
