@@ -169,6 +169,7 @@ class BackwardEngine {
       const Num dsg = ds * g_[jj];
       const double w = Policy::to_double(w_[jj]), ads = std::fabs(Policy::to_double(ds));
       const double adiff = std::fabs(Policy::to_double(diff));
+      r.max_abs_ds = std::max(r.max_abs_ds, ads);
       const double c_rel = ads * scale_abs, c_cancel = w * (A + B) * scale_abs, c_cancel_w = w * (A + BW) * scale_abs;
       const double c_dout = w * L1 * scale_abs, c_tiny = (adiff + 1) * scale_abs;
       const int64_t kbase = r.key(b, hk, j) * d, vbase = r.key(b, hk, j) * dvn;

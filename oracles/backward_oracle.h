@@ -59,6 +59,7 @@ struct GradResult {
   std::vector<int32_t> key_rows;      // [b][heads_kv][j] (query, head) pairs that see key j
   double max_sigma = 0;          // max sigma_ij over every visible pair
   double max_abs_lse = 0;        // max |lse_i| over non-empty rows
+  double max_abs_ds = 0;         // max |dS_ij| = |P_ij (dP_ij - D_i)| over every visible pair (before the scale)
 
   int64_t row(int b, int h, int i) const { return (int64_t(b) * heads_q + h) * max_sq + i; }
   int64_t key(int b, int hk, int j) const { return (int64_t(b) * heads_kv + hk) * max_sk + j; }

@@ -27,7 +27,7 @@ void GradResult::resize(const afz_problem& p) {
   empty.assign(rows, 1);
   visible_keys.assign(rows, 0);
   key_rows.assign(keys, 0);
-  max_sigma = max_abs_lse = 0;
+  max_sigma = max_abs_lse = max_abs_ds = 0;
 }
 
 }  // namespace afz

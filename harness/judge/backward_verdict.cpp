@@ -199,6 +199,17 @@ Verdict judge_backward(const afz_backward_kernel& k, const BackwardMaterialized&
     out.detail = "outside the precision model (score errors of order one): not judged";
     return out;
   }
+  // A kernel that rounds dS to a 16-bit p_dtype for the dQ / dK GEMMs (as
+  // FlashAttention does) overflows to inf where the exact dS passes that
+  // dtype's range: its declared precision, not a defect (the bound's slack
+  // as the margin on the exact value).
+  if (const afz_dtype ds_dtype = k.precision.p_dtype == AFZ_P_DTYPE_OF_V ? p.q.dtype : k.precision.p_dtype;
+      ds_dtype != AFZ_F32 && r.max_abs_ds * slack >= max_finite(ds_dtype)) {
+    out.detail = fmt::format("outside the precision model (an exact dS of {:.3g} passes {}'s range, to which the "
+                             "kernel rounds dS): not judged",
+                             r.max_abs_ds, dtype_name(ds_dtype));
+    return out;
+  }
   {
     Judge probe{m, r, model, slack, {}};
     if (escalate && undecided(probe)) {

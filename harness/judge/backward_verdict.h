@@ -44,6 +44,9 @@
 //   with dout_l1 = sum_j w |dO_i|_1 |g| |z| (the oracle's GradTerms),
 //   the softcap's 2c_s/|cap| being the error of g = scale sech^2 from the
 //   score's (|d sech^2| <= 2 |d tanh|), and the oracle's terms use scale >= |g|.
+// Overflow: a kernel rounding dS to a 16-bit p_dtype cannot hold an exact
+// dS past that dtype's range (fp16: 65504, reached with V near its own
+// maximum); such a problem is outside the precision model, not judged.
 // Underflow: a P that flushes or goes subnormal loses eta_s, a dS rounded
 // to p_dtype eta_p, absolutely: the tiny terms.  Accumulator operations in
 // the subnormal range lose eta_acc each: 4 per term.

@@ -141,6 +141,9 @@ BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, c
   if (again.status != RunStatus::Ok) {
     out.verdict.cls = again.status == RunStatus::Hang ? VerdictClass::Hang : VerdictClass::Crash;
     out.verdict.detail = "second run (determinism check): kernel error: " + again.message;
+  } else if (!out_of_bounds.empty()) {  // the first run's damage returned above: this is the second's
+    out.verdict.cls = VerdictClass::OutOfBounds;
+    out.verdict.detail = "second run (determinism check): " + out_of_bounds;
   } else if (gradient_bytes(bm.problem()) != first) {
     out.verdict.cls = VerdictClass::Nondeterministic;
     out.verdict.detail = "a second run on the same inputs gave different dQ, dK, dV bits";

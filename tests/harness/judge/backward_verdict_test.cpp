@@ -278,5 +278,24 @@ TEST(BackwardBound, AGradientPastTheStorageRangeMayBeInf) {
   EXPECT_EQ(o.v.cls, VerdictClass::Pass) << o.v.detail;
 }
 
+// V at fp16's largest finite values (the CI campaign's case 106): the
+// exact dS = P (dP - D) passes 65504, so the reference, which rounds dS to
+// fp16 as FlashAttention does, overflows by its declared precision: not
+// judged, and not a nan_inf.
+TEST(BackwardBound, AnExactDsPastTheP16RangeIsOutsideThePrecisionModel) {
+  const char* text =
+      "seqlen_q 1\nseqlen_k 74\nhead_dim 29\ndtype fp16\nvalues_q normal 1\nvalues_k int 3\nvalues_v normal 1\n"
+      "transform special_values kind=2 permil=500\nseed 0x55f485c46fa9cd94\n";
+  const Outcome o = judge(parse(text), *find_backward_kernel("cpu.bwd.fa2"), false);
+  EXPECT_EQ(o.v.cls, VerdictClass::Pass) << o.v.detail;
+  EXPECT_NE(o.v.detail.find("passes fp16's range"), std::string::npos) << o.v.detail;
+  // Without the largest values the same case is judged, and passes.
+  std::string plain = text;
+  plain.erase(plain.find("transform"), plain.find("seed") - plain.find("transform"));
+  const Outcome b = judge(parse(plain), *find_backward_kernel("cpu.bwd.fa2"), false);
+  EXPECT_EQ(b.v.cls, VerdictClass::Pass) << b.v.detail;
+  EXPECT_GT(b.v.elements, 0) << b.v.detail;
+}
+
 }  // namespace
 }  // namespace afz
