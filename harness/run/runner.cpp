@@ -94,6 +94,7 @@ std::string Runner::oracle_name() const {
 
 OracleResult Runner::reference(const Materialized& m) const {
   const afz_problem& p = m.problem();
+  if (!options_.sampling.active()) return primary_->compute(p);  // every row: no row list to build
   RowCoverage coverage;
   const std::vector<int64_t> rows = checked_rows(p, options_.sampling, &coverage);
   if (!coverage.sampled) return primary_->compute(p);

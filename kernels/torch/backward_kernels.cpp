@@ -43,35 +43,22 @@ at::Tensor in_forward_layout(const at::Tensor& t) { return t.transpose(1, 2).con
 
 struct BackwardBuiltin final : BackwardBackend {
   Kind kind;
-  const char* op_name;
+  NamedOp op;
   afz_align native_alignment;
   afz_empty_lse forward_empty_lse;  // what the library's forward writes for an empty row
 
-  BackwardBuiltin(Kind k, const char* op, afz_align a, afz_empty_lse e)
-      : kind(k), op_name(op), native_alignment(a), forward_empty_lse(e) {}
+  BackwardBuiltin(Kind k, const char* name, afz_align a, afz_empty_lse e)
+      : kind(k), op{name}, native_alignment(a), forward_empty_lse(e) {}
 
-  std::string missing() const override {
-    std::string why;
-    return Op::find(op_name, &why) ? "" : why;
-  }
+  std::string missing() const override { return op.missing(); }
   bool needs_autograd() const override { return kind == Kind::Math; }
   CallResult run_slice(const BackwardTensors& t, const BackwardSlice& in, SliceGrads* out) const override;
 
  private:
-  CallResult call(const std::vector<Arg>& args) const {
-    std::string why;
-    const std::optional<Op> op = Op::find(op_name, &why);
-    if (!op) return CallResult::unsupported(why);
-    CallResult r = op->call(args);
-    if (r.status != CallResult::Ok) r.message = std::string(op_name) + ": " + r.message;
-    return r;
-  }
-  CallResult refuse(const std::string& why) const { return CallResult::unsupported(std::string(op_name) + ": " + why); }
-  CallResult bad_output(const std::string& why) const { return CallResult::failed(std::string(op_name) + ": " + why); }
   CallResult grads_from(const CallResult& r, SliceGrads* out) const {
-    if (std::string e = tensor_output(r, kGradQ, "grad_query", &out->dq); !e.empty()) return bad_output(e);
-    if (std::string e = tensor_output(r, kGradK, "grad_key", &out->dk); !e.empty()) return bad_output(e);
-    if (std::string e = tensor_output(r, kGradV, "grad_value", &out->dv); !e.empty()) return bad_output(e);
+    if (std::string e = tensor_output(r, kGradQ, "grad_query", &out->dq); !e.empty()) return op.bad_output(e);
+    if (std::string e = tensor_output(r, kGradK, "grad_key", &out->dk); !e.empty()) return op.bad_output(e);
+    if (std::string e = tensor_output(r, kGradV, "grad_value", &out->dv); !e.empty()) return op.bad_output(e);
     return r;
   }
   CallResult run_math(const BackwardTensors& t, const BackwardSlice& in, SliceGrads* out) const;
@@ -99,7 +86,7 @@ CallResult BackwardBuiltin::run_slice(const BackwardTensors& t, const BackwardSl
       break;
     case Kind::Efficient: {
       const Bias b = additive_bias(in.bool_mask, in.add_mask, p.heads_q, q.scalar_type(), kBiasKeyAlignment);
-      if (!b.inexact.empty()) return refuse(b.inexact);
+      if (!b.inexact.empty()) return op.refuse(b.inexact);
       // [n][Hq][sq] -> [n][Hq][sq rounded up to 32], the forward's layout;
       // the padding rows are no query's and stay 0.
       const int64_t padded = (in.sq + kEfficientLseAlignment - 1) / kEfficientLseAlignment * kEfficientLseAlignment;
@@ -122,7 +109,7 @@ CallResult BackwardBuiltin::run_slice(const BackwardTensors& t, const BackwardSl
     }
     case Kind::Cudnn: {
       const Bias b = additive_bias(in.bool_mask, in.add_mask, p.heads_q, q.scalar_type(), kBiasKeyAlignment);
-      if (!b.inexact.empty()) return refuse(b.inexact);
+      if (!b.inexact.empty()) return op.refuse(b.inexact);
       args = {{"grad_out", dout},
               {"query", q},
               {"key", k},
@@ -144,7 +131,7 @@ CallResult BackwardBuiltin::run_slice(const BackwardTensors& t, const BackwardSl
     }
     case Kind::Math: break;
   }
-  const CallResult r = call(args);
+  const CallResult r = op.call(args);
   if (r.status != CallResult::Ok) return r;
   return grads_from(r, out);
 }
@@ -153,7 +140,7 @@ CallResult BackwardBuiltin::run_slice(const BackwardTensors& t, const BackwardSl
 // its composite forward with autograd, and so do we (the O and LSE given are
 // not used; its backward recomputes P from its own fp32 forward).
 CallResult BackwardBuiltin::run_math(const BackwardTensors& t, const BackwardSlice& in, SliceGrads* out) const {
-  if (std::string why = math_precision_changed(); !why.empty()) return refuse(why);
+  if (std::string why = math_precision_changed(); !why.empty()) return op.refuse(why);
   const afz_problem& p = *t.p;
   // Leaves of the graph: exact copies of the inputs.
   const at::Tensor q = in.q.detach().clone().requires_grad_(true);
@@ -161,7 +148,7 @@ CallResult BackwardBuiltin::run_math(const BackwardTensors& t, const BackwardSli
   const at::Tensor v = in.v.detach().clone().requires_grad_(true);
   const Bias b = additive_bias(in.bool_mask, in.add_mask, p.heads_q, at::kFloat, /*key_pad=*/1);
   const bool gqa = p.heads_q != p.heads_kv;
-  const CallResult r = call({{"query", q},
+  const CallResult r = op.call({{"query", q},
                              {"key", k},
                              {"value", v},
                              {"attn_mask", b.bias.defined() ? c10::IValue(b.bias) : c10::IValue(), b.bias.defined()},
@@ -171,7 +158,7 @@ CallResult BackwardBuiltin::run_math(const BackwardTensors& t, const BackwardSli
                              {"enable_gqa", c10::IValue(gqa), gqa}});
   if (r.status != CallResult::Ok) return r;
   at::Tensor o;
-  if (std::string e = tensor_output(r, 0, "output", &o); !e.empty()) return bad_output(e);
+  if (std::string e = tensor_output(r, 0, "output", &o); !e.empty()) return op.bad_output(e);
   const torch::autograd::variable_list g = torch::autograd::grad({o}, {q, k, v}, {in.dout.contiguous()});
   out->dq = g[kGradQ];
   out->dk = g[kGradK];
@@ -187,13 +174,13 @@ int supports(const afz_backward_kernel* self, const afz_backward_problem* bp, ch
   if (why.empty() && bp->out.dtype != p.q.dtype)
     why = std::string("the operator takes O in its input dtype (") + dtype_label(p.q.dtype) + "), not " +
           dtype_label(bp->out.dtype);
-  if (why.empty()) why = alignment_refusal(p, b.native_alignment, b.op_name);
+  if (why.empty()) why = alignment_refusal(p, b.native_alignment, b.op.name);
   // FlashAttention-2's backward sums a GQA group's dK, dV from per-head
   // tensors already rounded to the input dtype, and the memory-efficient
   // path would need the K/V heads repeated and their gradients summed
   // outside the kernel: neither is the one rounding the bound charges.
   if (why.empty() && p.heads_q != p.heads_kv && (b.kind == Kind::Flash || b.kind == Kind::Efficient))
-    why = std::string(b.op_name) + ": grouped-query gradients would be summed from per-head gradients rounded to " +
+    why = std::string(b.op.name) + ": grouped-query gradients would be summed from per-head gradients rounded to " +
           dtype_label(p.q.dtype) + ", a rounding per head the bound does not model";
   if (why.empty()) return 0;
   write_message(reason, len, why);

@@ -26,32 +26,17 @@ enum class Kind { Flash, Efficient, Cudnn, Math, FlashVarlen };
 
 struct Builtin final : Backend {
   Kind kind;
-  const char* op_name;
+  NamedOp op;
   afz_align native_alignment;
 
-  Builtin(Kind k, const char* op, afz_align a) : kind(k), op_name(op), native_alignment(a) {}
+  Builtin(Kind k, const char* name, afz_align a) : kind(k), op{name}, native_alignment(a) {}
 
   bool on_cuda() const override { return true; }
   bool packed() const override { return kind == Kind::FlashVarlen; }
   bool returns_lse() const override { return kind != Kind::Math; }
-  std::string missing() const override {
-    std::string why;
-    return Op::find(op_name, &why) ? "" : why;
-  }
+  std::string missing() const override { return op.missing(); }
   CallResult run_slice(const ProblemTensors& t, const SliceTensors& in, SliceOutputs* out) const override;
   CallResult run_packed(const ProblemTensors& t, const PackedTensors& in, PackedOutputs* out) const override;
-
- private:
-  CallResult call(const std::vector<Arg>& args) const {
-    std::string why;
-    const std::optional<Op> op = Op::find(op_name, &why);
-    if (!op) return CallResult::unsupported(why);
-    CallResult r = op->call(args);
-    if (r.status != CallResult::Ok) r.message = std::string(op_name) + ": " + r.message;
-    return r;
-  }
-  CallResult refuse(const std::string& why) const { return CallResult::unsupported(std::string(op_name) + ": " + why); }
-  CallResult bad_output(const std::string& why) const { return CallResult::failed(std::string(op_name) + ": " + why); }
 };
 
 }  // namespace
@@ -88,14 +73,14 @@ CallResult Builtin::run_slice(const ProblemTensors& t, const SliceTensors& in, S
         args[2].value = repeat_kv_heads(v, p.heads_q);
       }
       const Bias b = additive_bias(in.bool_mask, in.add_mask, p.heads_q, q.scalar_type(), kBiasKeyAlignment);
-      if (!b.inexact.empty()) return refuse(b.inexact);
+      if (!b.inexact.empty()) return op.refuse(b.inexact);
       args.push_back({"attn_bias", b.bias.defined() ? c10::IValue(b.bias) : c10::IValue(), b.bias.defined()});
       args.push_back({"compute_log_sumexp", c10::IValue(in.want_lse)});
       if (kind == Kind::Cudnn) args.push_back({"return_debug_mask", c10::IValue(false), false});
       break;
     }
     case Kind::Math: {
-      if (std::string why = math_precision_changed(); !why.empty()) return refuse(why);
+      if (std::string why = math_precision_changed(); !why.empty()) return op.refuse(why);
       // An fp32 mask: the math path adds it to fp32 scores, no rounding.
       const Bias b = additive_bias(in.bool_mask, in.add_mask, p.heads_q, at::kFloat, /*key_pad=*/1);
       args.push_back({"attn_mask", b.bias.defined() ? c10::IValue(b.bias) : c10::IValue(), b.bias.defined()});
@@ -104,13 +89,13 @@ CallResult Builtin::run_slice(const ProblemTensors& t, const SliceTensors& in, S
       break;
     }
     case Kind::FlashVarlen:
-      return bad_output("a packed operator has no fixed-length call");
+      return op.bad_output("a packed operator has no fixed-length call");
   }
-  CallResult r = call(args);
+  CallResult r = op.call(args);
   if (r.status != CallResult::Ok) return r;
-  if (std::string e = tensor_output(r, 0, "output", &out->o); !e.empty()) return bad_output(e);
+  if (std::string e = tensor_output(r, 0, "output", &out->o); !e.empty()) return op.bad_output(e);
   if (in.want_lse)
-    if (std::string e = tensor_output(r, kLseReturn, "logsumexp", &out->lse); !e.empty()) return bad_output(e);
+    if (std::string e = tensor_output(r, kLseReturn, "logsumexp", &out->lse); !e.empty()) return op.bad_output(e);
   return r;
 }
 
@@ -134,12 +119,12 @@ CallResult Builtin::run_packed(const ProblemTensors& t, const PackedTensors& in,
     args.push_back({"window_size_left", c10::IValue(left)});
     args.push_back({"window_size_right", c10::IValue(right)});
   }
-  CallResult r = call(args);
+  CallResult r = op.call(args);
   if (r.status != CallResult::Ok) return r;
-  if (std::string e = tensor_output(r, 0, "output", &out->o); !e.empty()) return bad_output(e);
+  if (std::string e = tensor_output(r, 0, "output", &out->o); !e.empty()) return op.bad_output(e);
   if (in.want_lse) {
     if (std::string e = tensor_output(r, kLseReturn, "softmax_logsumexp", &out->lse); !e.empty())
-      return bad_output(e);
+      return op.bad_output(e);
     // FlashAttention >= 2.5 returns the varlen LSE unpadded [Hq][total_q];
     // older versions padded it per sequence [B][Hq][max_q].
     out->lse_layout = out->lse.dim() == 3 ? PackedLse::BatchHeadsPadded : PackedLse::HeadsByTokens;
@@ -154,7 +139,7 @@ int supports(const afz_kernel* self, const afz_problem* p, char* reason, size_t 
     write_message(reason, len, why);
     return 1;
   }
-  if (std::string why = alignment_refusal(*p, b.native_alignment, b.op_name); !why.empty()) {
+  if (std::string why = alignment_refusal(*p, b.native_alignment, b.op.name); !why.empty()) {
     write_message(reason, len, why);
     return 1;
   }

@@ -144,4 +144,18 @@ std::string describe(const c10::IValue& v) {
   return out.str();
 }
 
+std::string NamedOp::missing() const {
+  std::string why;
+  return Op::find(name, &why) ? "" : why;
+}
+
+CallResult NamedOp::call(const std::vector<Arg>& args) const {
+  std::string why;
+  const std::optional<Op> op = Op::find(name, &why);
+  if (!op) return CallResult::unsupported(why);
+  CallResult r = op->call(args);
+  if (r.status != CallResult::Ok) r.message = std::string(name) + ": " + r.message;
+  return r;
+}
+
 }  // namespace afz::torchk

@@ -73,6 +73,17 @@ class Op {
   std::string name_;
 };
 
+// An operator the adapters call by name: looked up per call (the
+// dispatcher's table is cheap to ask), every message prefixed with the name.
+struct NamedOp {
+  const char* name;
+  // "" when the installed torch has it, else why not.
+  std::string missing() const;
+  CallResult call(const std::vector<Arg>& args) const;
+  CallResult refuse(const std::string& why) const { return CallResult::unsupported(std::string(name) + ": " + why); }
+  CallResult bad_output(const std::string& why) const { return CallResult::failed(std::string(name) + ": " + why); }
+};
+
 // A short rendering of an IValue for messages ("Tensor[2, 4, 64, 64] BFloat16", "0.125").
 std::string describe(const c10::IValue& v);
 

@@ -16,12 +16,15 @@
 #include "kernels/cudnn/cudnn_sdpa_bwd_kernel.h"
 #include "kernels/cudnn/sdpa_bwd_graph.h"
 #include "kernels/cudnn/sdpa_lowering.h"
+#include "tests/kernels/cudnn/graph_lookup.h"
 #include "tests/kernels/cudnn/sdpa_shapes.h"
 
 namespace afz::cudnn {
 namespace {
 
 using testing::Shape;
+using testing::op;
+using testing::tensor;
 using testing::ShapeProblem;
 
 constexpr size_t kCudnn9_19 = 91900;
@@ -31,18 +34,6 @@ SdpaGraph bwd_graph(const afz_problem& p, bool padded, afz_dtype o_dtype = AFZ_B
   o.padded = padded;
   o.cudnn_version = kCudnn9_19;
   return build_sdpa_bwd_graph(p, o, o_dtype);
-}
-
-const GraphTensor& tensor(const SdpaGraph& g, int64_t uid) {
-  const GraphTensor* t = g.tensor(uid);
-  if (!t) throw std::runtime_error("no tensor uid " + std::to_string(uid));
-  return *t;
-}
-
-const GraphOp& op(const SdpaGraph& g, const std::string& name) {
-  for (const GraphOp& o : g.ops)
-    if (o.name == name) return o;
-  throw std::runtime_error("no op " + name);
 }
 
 std::vector<std::string> op_names(const SdpaGraph& g) {

@@ -15,6 +15,7 @@
 
 #include "kernels/cudnn/mask_bias.h"
 #include "kernels/cudnn/sdpa_graph.h"
+#include "tests/kernels/cudnn/graph_lookup.h"
 #include "tests/kernels/cudnn/sdpa_shapes.h"
 
 namespace afz::cudnn {
@@ -22,6 +23,8 @@ namespace {
 
 using testing::Layout;
 using testing::Shape;
+using testing::op;
+using testing::tensor;
 using testing::ShapeProblem;
 
 constexpr size_t kCudnn9_19 = 91900;
@@ -31,18 +34,6 @@ SdpaGraph graph_of(const afz_problem& p, bool padded, size_t version = kCudnn9_1
   o.padded = padded;
   o.cudnn_version = version;
   return build_sdpa_graph(p, o);
-}
-
-const GraphTensor& tensor(const SdpaGraph& g, int64_t uid) {
-  const GraphTensor* t = g.tensor(uid);
-  if (!t) throw std::runtime_error("no tensor uid " + std::to_string(uid));
-  return *t;
-}
-
-const GraphOp& op(const SdpaGraph& g, const std::string& name) {
-  for (const GraphOp& o : g.ops)
-    if (o.name == name) return o;
-  throw std::runtime_error("no op " + name);
 }
 
 bool has_op(const SdpaGraph& g, const std::string& name) {
