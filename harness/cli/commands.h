@@ -43,6 +43,7 @@ Action add_report_command(CLI::App& app, Globals& g);  // cmd_report.cpp
 Action add_mutants_command(CLI::App& app, Globals& g);  // cmd_mutants.cpp
 Action add_audit_command(CLI::App& app, Globals& g);    // cmd_audit.cpp
 Action add_conventions_command(CLI::App& app, Globals& g);  // cmd_conventions.cpp
+Action add_bench_command(CLI::App& app, Globals& g);        // cmd_bench.cpp
 
 // Shared by fuzz and audit (cmd_fuzz.cpp).
 // "all" (every non-mutant kernel), a name, or a comma list of both.

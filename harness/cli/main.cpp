@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
   track(add_mutants_command(app, g));
   track(add_audit_command(app, g));
   track(add_conventions_command(app, g));
+  track(add_bench_command(app, g));
   for (int n = 0; n < argc; ++n) g.command_line += (n ? " " : "") + std::string(argv[n]);
 
   try {
