@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <set>
 #include <string>
 
+#include "harness/case/case_file.h"
 #include "harness/case/case_io.h"
 
 namespace afz {
@@ -141,6 +144,45 @@ TEST(ScaleClass, HugeKvCasesPassTwoToThe31ByLessThanOneSequence) {
     EXPECT_LE(int64_t(c.batch) * c.heads_q * c.max_seqlen_q() * c.head_dim_v, kElements2p31 >> 10) << write_case(c);
   }
   EXPECT_GT(huge, 0);
+}
+
+// reports/scale/cases, what reports/scale/h200_scale.sh runs: each file the
+// generator's own case (its provenance names the seed and index), one of
+// every kind, the huge K/V case among them.
+TEST(ScaleClass, CommittedCasesAreTheGeneratorsOwn) {
+  const std::string dir = std::string(ATTNFUZZ_SOURCE_DIR) + "/reports/scale/cases";
+  std::set<std::string> seen;
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::string error;
+    const std::optional<Case> c = load_case_file(entry.path().string(), &error);
+    ASSERT_TRUE(c) << error;
+    ASSERT_EQ(c->provenance.size(), 1u) << entry.path();
+    unsigned long long seed = 0;
+    int index = -1;
+    ASSERT_EQ(std::sscanf(c->provenance[0].c_str(), "scale class, seed %llu, case %d", &seed, &index), 2);
+    Case want = generate_with(scale_class(), seed, uint64_t(index));
+    want.provenance = c->provenance;
+    EXPECT_EQ(*c, want) << entry.path();
+    const std::set<std::string> t = thresholds(*c);
+    seen.insert(t.begin(), t.end());
+    ++files;
+  }
+  EXPECT_GE(files, 10);
+  for (const char* want : {"K/V past 2^31 elements", "decode over 128K keys", "below 2^15", "above 2^15",
+                           "below 2^16", "above 2^16", "below 2^17", "causal top-left past 2^15",
+                           "causal bottom-right past 2^15", "window top-left past 2^15",
+                           "window bottom-right past 2^15"})
+    EXPECT_TRUE(seen.count(want)) << want;
+}
+
+// The script's campaign (seed 1, cases 0-9) holds no huge K/V case, whose
+// inputs alone take minutes to build today: it fits one device command.
+TEST(ScaleClass, TheScriptsCampaignHoldsNoHugeCase) {
+  constexpr uint64_t kScriptSeed = 1;
+  constexpr int kScriptCases = 10;
+  for (int i = 0; i < kScriptCases; ++i)
+    EXPECT_LE(kv_elements(generate_with(scale_class(), kScriptSeed, uint64_t(i))), kElements2p31) << i;
 }
 
 }  // namespace
