@@ -42,6 +42,13 @@ int64_t query_rows(const Case& c) {
 
 }  // namespace
 
+int64_t largest_tensor(const Case& c) {
+  const int64_t b = c.batch, sq = c.max_seqlen_q(), sk = c.max_seqlen_k();
+  const int64_t row = int64_t(c.head_dim) + c.row_gap, row_v = int64_t(c.head_dim_v) + c.row_gap;
+  return std::max({b * c.heads_q * sq * row, b * c.heads_kv * sk * row, b * c.heads_kv * sk * row_v,
+                   b * c.heads_q * sq * row_v});
+}
+
 int64_t host_bytes(const Case& c, bool gpu_kernel) {
   const int64_t b = c.batch, sq = c.max_seqlen_q(), sk = c.max_seqlen_k();
   const int64_t in = size_of(c.in_dtype), out = size_of(c.out_dtype);
@@ -83,6 +90,9 @@ std::string budget_reason(const afz_kernel& k, const Case& c, const BudgetQuery&
   if (!gpu_kernel && work > kHostWorkLimit)
     return fmt::format("{} multiply-adds, past the {} a host kernel is given per case (a GPU kernel's case)",
                        power_of_two(work), power_of_two(kHostWorkLimit));
+  if (const int64_t elements = largest_tensor(c); !gpu_kernel && elements > kHostTensorLimit)
+    return fmt::format("a tensor of {} elements, past the {} a host kernel is given per tensor (a GPU kernel's case)",
+                       elements, kHostTensorLimit);
   if (q.backward && work > kHostWorkLimit)
     return fmt::format("{} multiply-adds, past the {} the CPU backward oracle is given per case",
                        power_of_two(work), power_of_two(kHostWorkLimit));

@@ -20,6 +20,11 @@ namespace afz {
 // checks.  2^36 is issue 15's 16 heads x 4096^2 x d = 128 case, which the
 // fast tier took 94 s for on one core; every default class stays below 2^23.
 inline constexpr int64_t kHostWorkLimit = int64_t{1} << 36;
+// Elements of one tensor a host kernel is given: past 2^31 a flat int32
+// offset wraps, which is what the scale class's huge K/V cases are for in
+// GPU kernels; the host reference kernels are not (and those inputs take
+// minutes and tens of GiB to build).
+inline constexpr int64_t kHostTensorLimit = int64_t{1} << 31;
 
 // Where the case will be judged: decides which budgets apply.
 struct BudgetQuery {
@@ -36,6 +41,8 @@ struct BudgetQuery {
 // (harness/case/materialize.h, oracles/oracle.h, harness/run/gpu), kept on
 // the high side.
 int64_t host_bytes(const Case& c, bool gpu_kernel);
+// Elements of the case's largest Q, K, V or O tensor (rows padded by row_gap).
+int64_t largest_tensor(const Case& c);
 // This machine's physical memory in bytes (0 if unknown).
 int64_t physical_memory_bytes();
 // Multiply-adds the CPU oracle spends on c: case_work, or with row sampling
@@ -43,7 +50,8 @@ int64_t physical_memory_bytes();
 int64_t cpu_oracle_work(const Case& c, const RowSampling& sampling);
 
 // "" when kernel k (its caps) can be given c within the budgets of q; else
-// a one-line reason, the first of: a host kernel past kHostWorkLimit, the
+// a one-line reason, the first of: a host kernel past kHostWorkLimit or
+// kHostTensorLimit, a backward slot past kHostWorkLimit, the
 // CPU oracle past it (with what would take it: --oracle gpu, --check-rows),
 // host memory short of host_bytes.
 std::string budget_reason(const afz_kernel& k, const Case& c, const BudgetQuery& q);
