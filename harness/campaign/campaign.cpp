@@ -53,13 +53,28 @@ CaseWork run_case(const CampaignOptions& o, const Runner& runner, int64_t index)
   w.c = std::move(g.c);
   w.outcomes.resize(o.kernels.size());
   try {
+    // Budgets first, from the case alone (case_budget.h): a case that no
+    // kernel can be given here (a scale case on a CPU run) is never built.
+    std::vector<std::string> declined(o.kernels.size());
+    bool taken = false;
+    for (size_t k = 0; k < o.kernels.size(); ++k) {
+      declined[k] = runner.declined_before_inputs(*o.kernels[k].kernel, w.c, o.kernels[k].backward != nullptr);
+      taken |= declined[k].empty();
+    }
+    if (!taken) {
+      for (size_t k = 0; k < o.kernels.size(); ++k) {
+        w.outcomes[k].verdict.cls = VerdictClass::Unsupported;
+        w.outcomes[k].verdict.detail = declined[k];
+      }
+      w.generate_s = generate.seconds();
+      return w;
+    }
     auto inputs = std::make_unique<Materialized>(w.c);
     w.generate_s = generate.seconds();
-    // Capabilities first: a case no kernel takes costs no oracle time.
-    std::vector<std::string> declined(o.kernels.size());
+    // Capabilities next: a case no kernel takes costs no oracle time.
     bool any = false;  // a forward kernel takes the case: the forward oracle runs
     for (size_t k = 0; k < o.kernels.size(); ++k) {
-      declined[k] = unsupported_reason(*o.kernels[k].kernel, inputs->problem());
+      if (declined[k].empty()) declined[k] = unsupported_reason(*o.kernels[k].kernel, inputs->problem());
       any |= declined[k].empty() && !o.kernels[k].backward;
     }
     const bool rerun = reruns_case(o.seed, uint64_t(index), o.rerun_share);
@@ -743,6 +758,13 @@ CaseOutcome run_campaign_kernel(const CampaignKernel& k, const Runner& runner, c
 }
 
 CaseOutcome run_campaign_kernel(const CampaignKernel& k, const Runner& runner, const Case& c, bool rerun) {
+  // Minimization and resumes start from the case: past a budget, nothing is built.
+  if (std::string why = runner.declined_before_inputs(*k.kernel, c, k.backward != nullptr); !why.empty()) {
+    CaseOutcome out;
+    out.verdict.cls = VerdictClass::Unsupported;
+    out.verdict.detail = why;
+    return out;
+  }
   if (k.backward) return run_backward_slot(k, runner, c, rerun);
   Materialized m(c);
   return runner.run(*k.kernel, m, nullptr, rerun);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "harness/case/scale_generator.h"
 #include "kernels/abi/dtype.h"
 
 namespace afz {
@@ -758,8 +759,19 @@ const std::vector<GeneratorDef>& backward_generator_table() {
   return table;
 }
 
+const std::vector<GeneratorDef>& opt_in_generator_table() {
+  // default_weight 0: no default mix draws it (GeneratorMix::defaults
+  // never reads this table); named alone it weighs 1 like any class.
+  static const std::vector<GeneratorDef> table = {
+      {"scale", "opt-in: keys just below/above 2^15, 2^16, 2^17; causal and windowed rows (both alignments) seeing "
+                "keys past 32,768; K/V past 2^31 elements; decode over 128K keys; the max past each threshold",
+       0, gen_scale, false},
+  };
+  return table;
+}
+
 const GeneratorDef* find_generator(std::string_view name) {
-  for (const auto* t : {&generator_table(), &backward_generator_table()})
+  for (const auto* t : {&generator_table(), &backward_generator_table(), &opt_in_generator_table()})
     for (const GeneratorDef& g : *t)
       if (name == g.name) return &g;
   return nullptr;
@@ -793,7 +805,7 @@ std::optional<GeneratorMix> GeneratorMix::parse(std::string_view spec, std::stri
     const GeneratorDef* g = find_generator(name);
     if (!g) {
       std::string names;
-      for (const auto* t : {&generator_table(), &backward_generator_table()})
+      for (const auto* t : {&generator_table(), &backward_generator_table(), &opt_in_generator_table()})
         for (const GeneratorDef& def : *t) names += (names.empty() ? "" : ", ") + std::string(def.name);
       *error = "unknown generator class '" + std::string(name) + "' (one of: " + names + ")";
       return std::nullopt;

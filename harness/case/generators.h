@@ -60,7 +60,11 @@ const std::vector<GeneratorDef>& generator_table();
 // default mix (GeneratorMix::defaults(Pass::Bwd)), and in an audit's sweep
 // only where the audit runs the backward pass.
 const std::vector<GeneratorDef>& backward_generator_table();
-// A class of either table by name.
+// The opt-in classes (scale): never in a default mix, an audit's sweep or
+// the mutant gate's default classes (their cases cost seconds to minutes
+// each, past what CPU campaigns afford); `--classes scale` takes them.
+const std::vector<GeneratorDef>& opt_in_generator_table();
+// A class of any table by name.
 const GeneratorDef* find_generator(std::string_view name);
 
 // The work of a case in multiply-adds of q.k and p.v over every visible-or-
@@ -76,7 +80,7 @@ class GeneratorMix {
   // gradients too).
   static GeneratorMix defaults(Pass pass = Pass::Fwd);
   // "late_max=3,masking=1" or "late_max,flat" (weight 1 each); "all" for the
-  // pass's defaults.  nullopt and a one-line *error for unknown names or bad weights.
+  // pass's defaults (the opt-in classes only by name).  nullopt and a one-line *error for unknown names or bad weights.
   static std::optional<GeneratorMix> parse(std::string_view spec, std::string* error, Pass pass = Pass::Fwd);
 
   struct Entry {

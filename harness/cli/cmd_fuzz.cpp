@@ -333,7 +333,9 @@ Action add_fuzz_command(CLI::App& app, Globals& g) {
   sub->add_option("--jobs,-j", a->jobs, "worker threads (0: one per core); results do not depend on it")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
-  sub->add_option("--classes", a->classes, "generator classes and weights, e.g. late_max=3,masking=1, or all")
+  sub->add_option("--classes", a->classes,
+                  "generator classes and weights, e.g. late_max=3,masking=1, or all (the default mix; the opt-in "
+                  "scale class only by name: scale)")
       ->capture_default_str();
   sub->add_flag("--no-minimize", a->no_minimize, "save failures as generated, without shrinking them");
   sub->add_option("--minimize-runs", a->minimize_runs, "kernel runs per minimization")

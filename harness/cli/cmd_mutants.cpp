@@ -181,7 +181,9 @@ Action add_mutants_command(CLI::App& app, Globals& g) {
                      ->capture_default_str();
   sub->add_flag("--no-corpus", a->no_corpus, "minimize the kills but save nothing")->excludes(corpus);
   sub->add_option("--only", a->only, "gate these kernels instead of the zoo (repeatable)");
-  sub->add_option("--classes", a->classes, "generator classes and weights, e.g. late_max=3,masking=1, or all")
+  sub->add_option("--classes", a->classes,
+                  "generator classes and weights, e.g. late_max=3,masking=1, or all (the default mix; the opt-in "
+                  "scale class only by name: scale)")
       ->capture_default_str();
   sub->add_option("--jobs,-j", a->jobs, "worker threads per campaign")->capture_default_str()->check(CLI::Range(1, 256));
   sub->add_option("--minimize-runs", a->minimize_runs, "kernel runs per minimization")

@@ -17,6 +17,12 @@ bool is_edge(int i, int seqlen, int tile) {
 
 }  // namespace
 
+int64_t sequence_edge_rows(int seqlen, int tile) {
+  int64_t edges = 0;
+  for (int i = 0; i < seqlen; ++i) edges += is_edge(i, seqlen, tile) ? 1 : 0;
+  return edges;
+}
+
 std::string RowCoverage::describe() const {
   if (!sampled) return fmt::format("rows checked: all {}", rows);
   const double percent = rows > 0 ? 100.0 * double(checked) / double(rows) : 100.0;
@@ -40,8 +46,7 @@ std::vector<int64_t> checked_rows(const afz_problem& p, const RowSampling& s, Ro
     return out;
   }
   int64_t edges = 0;
-  for (int b = 0; b < p.batch; ++b)
-    for (int i = 0; i < p.seqlens_q[b]; ++i) edges += is_edge(i, p.seqlens_q[b], s.tile_rows) ? p.heads_q : 0;
+  for (int b = 0; b < p.batch; ++b) edges += p.heads_q * sequence_edge_rows(p.seqlens_q[b], s.tile_rows);
   // Algorithm S: candidate t of `others` is taken with probability
   // (wanted - taken) / (others - t), in integers: exactly `wanted` in all.
   const int64_t others = cov.rows - edges;

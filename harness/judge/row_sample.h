@@ -37,4 +37,9 @@ struct RowCoverage {
 // ones for the same seed and shape.
 std::vector<int64_t> checked_rows(const afz_problem& p, const RowSampling& s, RowCoverage* coverage);
 
+// The rows of one sequence of `seqlen` queries (one head) that are edges
+// for tile size `tile`: what checked_rows keeps whatever max_rows says, and
+// what a budget needs to know of a sampled case before it is built.
+int64_t sequence_edge_rows(int seqlen, int tile);
+
 }  // namespace afz

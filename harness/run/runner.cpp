@@ -3,6 +3,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "harness/case/generators.h"
+#include "harness/run/case_budget.h"
 #include "harness/run/gpu/gpu_run.h"
 #include "kernels/registry.h"
 
@@ -13,6 +15,13 @@ struct Stopwatch {
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
 };
+
+CaseOutcome unsupported(const std::string& why) {
+  CaseOutcome out;
+  out.verdict.cls = VerdictClass::Unsupported;
+  out.verdict.detail = why;
+  return out;
+}
 
 Verdict status_verdict(const KernelRun& run) {
   Verdict v;
@@ -105,6 +114,20 @@ OracleResult Runner::reference(const Materialized& m) const {
   return r;
 }
 
+std::string Runner::declined_before_inputs(const afz_kernel& k, const Case& c, bool backward) const {
+  BudgetQuery q;
+  q.gpu_oracle = options_.oracle == OracleTier::Gpu;
+  q.backward = backward;
+  q.sampling = options_.sampling;
+  static const int64_t memory = physical_memory_bytes();  // one machine, one process: read once
+  q.memory_bytes = memory;
+  if (std::string why = budget_reason(k, c, q); !why.empty()) return why;
+  // Only a case no host could take asks for the device this early: smaller
+  // cases keep their capability reasons first (run() checks the device).
+  if ((k.caps.flags & AFZ_CAP_GPU) && case_work(c) > kHostWorkLimit) return gpu::gpu_unavailable_reason();
+  return "";
+}
+
 bool Runner::reruns(const afz_kernel& k, bool rerun) const {
   // A kernel that declares its reruns may differ (atomics) is not held to
   // identical bits; every other kernel is, when determinism is checked.
@@ -112,20 +135,11 @@ bool Runner::reruns(const afz_kernel& k, bool rerun) const {
 }
 
 CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r, bool rerun_requested) const {
+  if (std::string why = declined_before_inputs(k, m.spec()); !why.empty()) return unsupported(why);
+  if (std::string why = unsupported_reason(k, m.problem()); !why.empty()) return unsupported(why);
+  if (k.caps.flags & AFZ_CAP_GPU)
+    if (std::string no_gpu = gpu::gpu_unavailable_reason(); !no_gpu.empty()) return unsupported(no_gpu);
   CaseOutcome out;
-  const std::string why = unsupported_reason(k, m.problem());
-  if (!why.empty()) {
-    out.verdict.cls = VerdictClass::Unsupported;
-    out.verdict.detail = why;
-    return out;
-  }
-  if (k.caps.flags & AFZ_CAP_GPU) {
-    if (std::string no_gpu = gpu::gpu_unavailable_reason(); !no_gpu.empty()) {
-      out.verdict.cls = VerdictClass::Unsupported;
-      out.verdict.detail = no_gpu;
-      return out;
-    }
-  }
   m.poison_outputs();
   std::string out_of_bounds;
   KernelRun run = execute(k, m, options_, &out_of_bounds);
@@ -167,6 +181,8 @@ CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r, b
 }
 
 CaseOutcome Runner::run(const afz_kernel& k, const Case& c, bool rerun) const {
+  // Declined from the case alone: a huge case's inputs are never built.
+  if (std::string why = declined_before_inputs(k, c); !why.empty()) return unsupported(why);
   Stopwatch sw;
   Materialized m(c);
   const double gen = sw.seconds();

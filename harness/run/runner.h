@@ -51,6 +51,12 @@ class Runner {
   // From a case: materializes first; unbuildable cases become errors (throws
   // std::runtime_error with a one-line message).
   CaseOutcome run(const afz_kernel& k, const Case& c, bool rerun = false) const;
+  // "" when kernel k may be given case c; else why not, decided from the
+  // case alone before its inputs are built (case_budget.h: work past what a
+  // host kernel or this run's oracle affords, host memory), or, for a GPU
+  // kernel on a case past the host budget, that no device is usable here.
+  // `backward`: for a backward slot (CPU oracles whatever --oracle says).
+  std::string declined_before_inputs(const afz_kernel& k, const Case& c, bool backward = false) const;
   // Whether run() with `rerun` runs kernel k twice.
   bool reruns(const afz_kernel& k, bool rerun) const;
 
