@@ -121,6 +121,8 @@ inline constexpr int kMaxBatch = 1024;
 inline constexpr int kMaxHeads = 256;
 inline constexpr int kMaxSeqlen = 1 << 20;
 inline constexpr int kMaxHeadDim = 1024;
-inline constexpr int64_t kMaxElements = int64_t{1} << 31;  // per tensor
+// Per tensor: past 2^31, so cases reach the flat offsets that overflow a
+// kernel's int32 index arithmetic (issue 15); materialization indexes in int64.
+inline constexpr int64_t kMaxElements = int64_t{1} << 32;
 
 }  // namespace afz

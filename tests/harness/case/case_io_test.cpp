@@ -460,10 +460,10 @@ const ErrorCase kErrors[] = {
     {"attnfuzz-case 1\nhead_dim 64 32\nlayout packed_qkv\n", 3, "layout", "packed_qkv needs head_dim == head_dim_v"},
     {"attnfuzz-case 1\nlayout packed_qkv\nkv_broadcast heads\n", 3, "kv_broadcast", "broadcast needs layout bhsd"},
     {"attnfuzz-case 1\nbatch 1024\nheads 256\nseqlen_q 16384\n", 4, "seqlen_q",
-     "q needs 274877906944 elements (batch 1024 x heads_q 256 x seqlen_q 16384 x row 64); at most 2147483648"},
+     "q needs 274877906944 elements (batch 1024 x heads_q 256 x seqlen_q 16384 x row 64); at most 4294967296"},
     {"attnfuzz-case 1\nrow_gap 65536\nbatch 1024\nheads 256\n", 4, "heads", "q needs"},
-    {"attnfuzz-case 1\nseqlen_q 65536\nseqlen_k 65536\nbool_mask random 5\n", 4, "bool_mask",
-     "mask needs 4294967296 elements"},
+    {"attnfuzz-case 1\nseqlen_q 65537\nseqlen_k 65537\nbool_mask random 5\n", 4, "bool_mask",
+     "mask needs 4295098369 elements"},
 };
 
 TEST(CaseIo, EveryErrorNamesItsLineAndField) {
