@@ -37,7 +37,7 @@ void fill_distribution(std::vector<double>& out, const Distribution& dist, uint6
   const ValueDraw draw(dist);
   const CounterRng rng(seed, stream);
   double* data = out.data();
-  for_each_chunk(int64_t(out.size()), kMinElementsPerThread, [&](int64_t begin, int64_t end) {
+  for_each_chunk(int64_t(out.size()), 1, [&](int64_t begin, int64_t end) {
     switch (draw.kind) {
       case ValueDraw::Kind::Uniform: draw_range<ValueDraw::Kind::Uniform>(data, draw, rng, begin, end); break;
       case ValueDraw::Kind::Int: draw_range<ValueDraw::Kind::Int>(data, draw, rng, begin, end); break;

@@ -89,7 +89,7 @@ void generate_logical(const Case& c, LogicalTensors& x) {
   generate_unrounded(c, x);
   for (std::vector<double>* t : {&x.q, &x.k, &x.v}) {
     double* data = t->data();
-    for_each_chunk(int64_t(t->size()), kMinElementsPerThread, [&](int64_t begin, int64_t end) {
+    for_each_chunk(int64_t(t->size()), 1, [&](int64_t begin, int64_t end) {
       for (int64_t n = begin; n < end; ++n) data[n] = round_to(c.in_dtype, data[n]);
     });
   }

@@ -13,20 +13,25 @@
 
 namespace afz {
 
-// Below this many units of work a range runs on the calling thread; above it
-// each thread gets at least this many (about a millisecond of generation),
-// so thread starts stay under a few percent.  Campaign cases (case_work at
-// most 2^22 multiply-adds: tensors of a few hundred thousand elements) never
-// reach it; a 16 x 16384 x 128 tensor (2^25 elements) spreads over 32.
+// A range of fewer elements than kParallelElements runs on the calling
+// thread: campaign cases (case_work at most 2^22 multiply-adds, tensors of
+// at most a few million elements) stay on their job's one thread, since a
+// campaign already runs one case per core.  Above it each thread gets at
+// least kMinElementsPerThread (tens of milliseconds of generation), so thread
+// starts cost well under a percent; a 16 x 16384 x 128 tensor (2^25
+// elements) spreads over 32.
+inline constexpr int64_t kParallelElements = int64_t{1} << 24;
 inline constexpr int64_t kMinElementsPerThread = int64_t{1} << 20;
 
-// Calls body(begin, end) over contiguous chunks covering [0, n), each at
-// least `grain` long, on up to hardware_concurrency() threads (the calling
-// one included).  `grain` lets a caller count in rows of many elements.
+// Calls body(begin, end) over contiguous chunks covering [0, n) units of
+// `unit_elements` elements each (1 for elements, a row's length for rows),
+// on up to hardware_concurrency() threads, the calling one included.
 template <typename Body>
-void for_each_chunk(int64_t n, int64_t grain, Body body) {
+void for_each_chunk(int64_t n, int64_t unit_elements, Body body) {
+  const int64_t elements = n * std::max<int64_t>(unit_elements, 1);
   const int64_t cores = std::max<int64_t>(1, int64_t(std::thread::hardware_concurrency()));
-  const int64_t threads = std::clamp<int64_t>(n / std::max<int64_t>(grain, 1), 1, cores);
+  const int64_t threads =
+      elements < kParallelElements ? 1 : std::clamp<int64_t>(elements / kMinElementsPerThread, 1, std::min(cores, n));
   if (threads == 1) {
     if (n > 0) body(int64_t{0}, n);
     return;

@@ -23,8 +23,7 @@ void scatter_words(const LogicalSource& src, const ScatterTarget& t, uint32_t po
   const Word poison_word = Word(poison);
   const int64_t rows = int64_t(t.batch_slots) * t.head_slots * t.extent;
   const int64_t row_elements = int64_t(src.row) + t.gap;
-  const int64_t grain = std::max<int64_t>(1, kMinElementsPerThread / std::max<int64_t>(row_elements, 1));
-  for_each_chunk(rows, grain, [&](int64_t begin, int64_t end) {
+  for_each_chunk(rows, row_elements, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t s = r % t.extent, slot = r / t.extent;
       const int64_t h = slot % t.head_slots, b = slot / t.head_slots;
@@ -44,7 +43,7 @@ template <typename Word>
 void fill_words(uint8_t* data, size_t begin, size_t end, uint32_t bits) {
   const Word w = Word(bits);
   const int64_t words = int64_t(end > begin ? (end - begin) / sizeof(Word) : 0);
-  for_each_chunk(words, kMinElementsPerThread, [&](int64_t first, int64_t last) {
+  for_each_chunk(words, 1, [&](int64_t first, int64_t last) {
     for (int64_t n = first; n < last; ++n) put(data + begin + size_t(n) * sizeof(Word), w);
   });
 }

@@ -341,3 +341,37 @@ TEST(Materialize, ViewsPastInt32Elements) {
 
 }  // namespace
 }  // namespace afz
+
+#include <mutex>
+#include <utility>
+
+#include "harness/case/parallel_chunks.h"
+
+namespace afz {
+namespace {
+
+// Huge tensors are split over threads: the chunks must cover [0, n) exactly
+// once (what makes the split invisible in the bits), and small ranges must
+// stay one chunk on the calling thread.
+TEST(Materialize, ChunksCoverTheRangeOnce) {
+  for (int64_t n : {int64_t{0}, int64_t{1}, kParallelElements - 1, kParallelElements + 3, 3 * kParallelElements}) {
+    std::mutex lock;
+    std::vector<std::pair<int64_t, int64_t>> chunks;
+    for_each_chunk(n, 1, [&](int64_t begin, int64_t end) {
+      std::lock_guard<std::mutex> hold(lock);
+      chunks.emplace_back(begin, end);
+    });
+    std::sort(chunks.begin(), chunks.end());
+    int64_t next = 0;
+    for (const auto& [begin, end] : chunks) {
+      EXPECT_EQ(begin, next) << "n " << n;
+      EXPECT_LT(begin, end);
+      next = end;
+    }
+    EXPECT_EQ(next, n);
+    if (n < kParallelElements) EXPECT_LE(chunks.size(), 1u) << "n " << n;
+  }
+}
+
+}  // namespace
+}  // namespace afz
