@@ -122,7 +122,8 @@ inline constexpr int kMaxHeads = 256;
 inline constexpr int kMaxSeqlen = 1 << 20;
 inline constexpr int kMaxHeadDim = 1024;
 // Per tensor: past 2^31, so that a case can hold a tensor whose flat int32
-// offsets wrap (the scale class's K and V, harness/case/scale_generator.h).
+// offsets wrap (the scale class's K and V, harness/case/scale_generator.h);
+// materialization indexes in int64.
 inline constexpr int64_t kMaxElements = int64_t{1} << 32;
 
 }  // namespace afz

@@ -1,18 +1,22 @@
 // Case -> tensors, bit-identical on every machine.
 //
 // Values are generated logically ([b][h][s][d] doubles built from integers,
-// then transformed, then rounded to the input dtype with round_bits) and only
-// then scattered into the case's memory layout.  Padding past each sequence
+// then transformed) and then rounded to the input dtype with round_bits as
+// they are scattered into the case's memory layout (one pass).  The logical
+// tensors are not kept: logical() rebuilds them, rounded, on first use, so a
+// case past 2^31 elements holds its inputs once, in the input dtype.  Padding past each sequence
 // length and the gaps between rows hold poison (NaN or Inf), which a correct
 // kernel never reads.  Outputs are filled with a signalling-NaN pattern
 // before every run, so an element the kernel never wrote is recognisable.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "harness/case/case.h"
+#include "harness/case/distribution_fill.h"
 #include "kernels/abi/attnfuzz_kernel.h"
 
 namespace afz {
@@ -47,7 +51,9 @@ class Materialized {
   const Case& spec() const { return case_; }
   const afz_problem& problem() const { return problem_; }
   afz_problem& problem() { return problem_; }
-  const LogicalTensors& logical() const { return logical_; }
+  // The logical tensors, rounded to the input dtype: built on first use
+  // (thread-safe), then kept.
+  const LogicalTensors& logical() const;
 
   // Refill O and LSE with poison (before each run).
   void poison_outputs();
@@ -70,9 +76,12 @@ class Materialized {
 
  private:
   Case case_;
-  LogicalTensors logical_;
+  mutable std::once_flag logical_built_;
+  mutable LogicalTensors logical_;
   std::vector<int32_t> seqlens_q_, seqlens_k_;
-  std::vector<uint8_t> qkv_storage_, q_storage_, k_storage_, v_storage_;
+  // Input buffers, left uninitialized by the allocation: the scatter writes
+  // every byte (values, padding and gap poison).
+  std::unique_ptr<uint8_t[]> qkv_storage_, q_storage_, k_storage_, v_storage_;
   std::vector<uint8_t> bool_storage_;
   std::vector<float> add_storage_;
   std::vector<uint8_t> o_storage_;
@@ -80,13 +89,10 @@ class Materialized {
   afz_problem problem_{};
 };
 
-// Applies the case's value recipe: base distributions and transforms.
+// Applies the case's value recipe: base distributions, transforms, K and V
+// broadcast; the values are not yet rounded to the input dtype.
+void generate_unrounded(const Case& c, LogicalTensors& t);
+// generate_unrounded, then every value rounded to the input dtype.
 void generate_logical(const Case& c, LogicalTensors& t);
-
-// out[n] = value n of `dist` on RNG stream `stream` of `seed` (the same
-// draw the Q, K and V recipes use; the backward pass's dO has its own
-// stream).  `row`: elements per row (the last dimension), which few_rows
-// keeps or zeroes whole.
-void fill_distribution(std::vector<double>& out, const Distribution& dist, uint64_t seed, uint64_t stream, int row);
 
 }  // namespace afz

@@ -50,7 +50,7 @@ double exp2i(int k) {
   return double_of(uint64_t{1} << (k + 1074));  // subnormal
 }
 
-uint32_t round_bits(const FloatFormat& f, double x_hi, double x_lo) {
+uint32_t round_bits_general(const FloatFormat& f, double x_hi, double x_lo) {
   const uint64_t xb = bits_of(x_hi);
   const uint32_t sign = uint32_t(xb >> 63);
   const int field_bits = f.exponent_bits + f.precision - 1;

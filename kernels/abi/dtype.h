@@ -46,13 +46,57 @@ double exp2i(int k);
 // nearest value of `f`, ties to even, returning the encoded bits.  x_lo only
 // breaks ties: the one case where x_hi alone would round the wrong way is
 // x_hi exactly halfway between two values of `f`.
-uint32_t round_bits(const FloatFormat& f, double x_hi, double x_lo = 0.0);
+uint32_t round_bits_general(const FloatFormat& f, double x_hi, double x_lo);
 double decode_bits(const FloatFormat& f, uint32_t bits);
+
+// The common case of round_bits, inline (input generation rounds every
+// element of every tensor): a finite x_hi in one of f's normal binades, no
+// x_lo.  Adding half an ulp of f less one, plus the last kept bit, to the
+// magnitude's bits rounds to nearest with ties to even; a carry out of the
+// mantissa lands in the exponent, which is the correctly rounded result.
+// Sets *rounded to the rounded value's double bits (sign included, dropped
+// bits zero) and returns true; false where the general path must decide:
+// zeros, doubles below f's smallest normal (f's subnormals and underflow),
+// results past f's largest binade (Inf), NaN, Inf, e4m3 (no Inf: its
+// saturation rule), and a nonzero x_lo (it breaks exact ties).
+inline bool round_normal(const FloatFormat& f, double x_hi, double x_lo, uint64_t* rounded) {
+  constexpr int kDoubleMantBits = 52, kDoubleBias = 1023;
+  constexpr uint64_t kSign = uint64_t{1} << 63;
+  if (!f.has_inf || x_lo != 0.0) return false;
+  const uint64_t xb = bits_of(x_hi), magnitude = xb & ~kSign;
+  const int dexp = int(magnitude >> kDoubleMantBits);
+  if (dexp - kDoubleBias < f.min_exponent || dexp == 2 * kDoubleBias + 1) return false;  // 0x7ff: NaN, Inf
+  const int drop = kDoubleMantBits - (f.precision - 1);
+  const uint64_t kept_lsb = (magnitude >> drop) & 1;
+  const uint64_t sum = magnitude + ((uint64_t{1} << (drop - 1)) - 1) + kept_lsb;
+  if (int(sum >> kDoubleMantBits) - kDoubleBias > f.max_exponent) return false;  // overflows to Inf
+  *rounded = (sum & ~((uint64_t{1} << drop) - 1)) | (xb & kSign);
+  return true;
+}
+
+// f's encoding of a double that round_normal produced (a normal value of f).
+inline uint32_t encode_normal(const FloatFormat& f, uint64_t rounded) {
+  constexpr int kDoubleMantBits = 52, kDoubleBias = 1023;
+  const int drop = kDoubleMantBits - (f.precision - 1);
+  const int field_bits = f.exponent_bits + f.precision - 1;
+  const uint32_t sign = uint32_t(rounded >> 63) << field_bits;
+  const int exponent = int((rounded >> kDoubleMantBits) & (2 * kDoubleBias + 1)) - kDoubleBias;
+  const uint32_t mant = uint32_t((rounded >> drop) & ((uint64_t{1} << (f.precision - 1)) - 1));
+  return sign | (uint32_t(exponent + f.bias) << (f.precision - 1)) | mant;
+}
+
+inline uint32_t round_bits(const FloatFormat& f, double x_hi, double x_lo = 0.0) {
+  uint64_t rounded;
+  if (round_normal(f, x_hi, x_lo, &rounded)) return encode_normal(f, rounded);
+  return round_bits_general(f, x_hi, x_lo);
+}
 
 // The value of x after rounding to dtype t, as a double (exact).
 inline double round_to(afz_dtype t, double hi, double lo = 0.0) {
   const FloatFormat& f = format_of(t);
-  return decode_bits(f, round_bits(f, hi, lo));
+  uint64_t rounded;
+  if (round_normal(f, hi, lo, &rounded)) return double_of(rounded);
+  return decode_bits(f, round_bits_general(f, hi, lo));
 }
 
 // Store / load one element of dtype t at p.

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace afz {
 namespace {
@@ -58,6 +59,45 @@ TEST(Dtype, DecodeRoundTripsEveryHalfAndBf16) {
       EXPECT_EQ(round_bits(*f, v), b);
     }
   }
+}
+
+// The inline normal-range path (round_normal) must agree with the general
+// routine bit for bit: on every format, at the edges of its normal range, at
+// exact ties and one double ulp either side of them, and on random doubles
+// of every binade the generators reach.
+TEST(Dtype, InlineRoundingMatchesGeneral) {
+  std::vector<double> xs = {0.0, -0.0, 1.0, -1.0, 65504.0, 65519.99, 65520.0, 0x1.fep127, 0x1.ffp127,
+                            0x1.fffffep127, 0x1.ffffffp127, 3.4028234663852886e38, 0x1p-14, 0x1.ffcp-15,
+                            0x1p-126, 0x1.fffffcp-127, std::numeric_limits<double>::denorm_min(),
+                            std::numeric_limits<double>::max(), std::numeric_limits<double>::infinity(),
+                            std::numeric_limits<double>::quiet_NaN()};
+  for (int e = -160; e <= 130; ++e)
+    for (int p : {8, 11, 24}) {
+      const double tie = (1.0 + std::ldexp(1.0, -p)) * std::ldexp(1.0, e);  // halfway above 2^e
+      const double odd_tie = (1.0 + 3 * std::ldexp(1.0, -p)) * std::ldexp(1.0, e);
+      for (double x : {tie, odd_tie, std::nextafter(tie, 0.0), std::nextafter(tie, 1e300), odd_tie * 1.5})
+        for (double sign : {1.0, -1.0}) xs.push_back(sign * x);
+    }
+  uint64_t state = 0x9e3779b97f4a7c15ULL;  // xorshift: any fixed sequence of doubles will do
+  for (int n = 0; n < 200000; ++n) {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    const int exponent = int(state % 300) - 160;  // binades from below f32's subnormals to past its max
+    xs.push_back(double_of((state & 0x800fffffffffffffULL) | (uint64_t(exponent + 1023) << 52)));
+  }
+  for (const FloatFormat* f : {&kF16, &kBF16, &kF32, &kE4M3})
+    for (double x : xs) {
+      const uint32_t general = round_bits_general(*f, x, 0.0);
+      ASSERT_EQ(round_bits(*f, x), general) << x << " precision " << f->precision;
+      const double value = decode_bits(*f, general);
+      uint64_t rounded;
+      if (round_normal(*f, x, 0.0, &rounded)) ASSERT_EQ(double_of(rounded), value) << x;
+    }
+  for (afz_dtype t : {AFZ_F16, AFZ_BF16, AFZ_F32})
+    for (double x : xs) {
+      const double expect = decode_bits(format_of(t), round_bits_general(format_of(t), x, 0.0));
+      const double got = round_to(t, x);
+      ASSERT_TRUE(bits_of(got) == bits_of(expect) || (std::isnan(got) && std::isnan(expect))) << x;
+    }
 }
 
 TEST(Dtype, E4M3) {
