@@ -50,6 +50,10 @@ verdict_steps::Inputs host_inputs(const afz_kernel& k, const Materialized& m, co
   return in;
 }
 
+bound_steps::Model bound_model(const afz_kernel& k, const afz_problem& p) {
+  return ErrorBound(k.precision, p.q.dtype, p.o.dtype, p.head_dim).model();
+}
+
 RowTerms row_terms(const afz_problem& p, const OracleResult& r, int64_t ri) {
   const int b = int(ri / r.max_sq / r.heads_q);
   const int n = r.visible_keys.empty() ? p.seqlens_k[b] : r.visible_keys[ri];

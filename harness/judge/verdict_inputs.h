@@ -15,6 +15,9 @@ namespace afz {
 verdict_steps::Inputs host_inputs(const afz_kernel& k, const Materialized& m, const OracleResult& r,
                                   const bound_steps::Model& model);
 
+// The bound's constants for kernel k on problem p (ErrorBound's).
+bound_steps::Model bound_model(const afz_kernel& k, const afz_problem& p);
+
 // Row ri's terms for ErrorBound::begin_row.
 RowTerms row_terms(const afz_problem& p, const OracleResult& r, int64_t ri);
 

@@ -158,6 +158,9 @@ struct RowCounts {
 
 // A row with no visible key: o must be the convention's 0 or NaN, the LSE
 // the convention's value (Judge::empty_row).  The LSE is never counted.
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable  // the GPU's Sink is __device__ only, the host's __host__ only
+#endif
 template <class Sink>
 AFZ_HOST_DEVICE RowCounts masked_row(const Inputs& in, int64_t r, Sink& sink) {
   RowCounts n;
@@ -205,6 +208,9 @@ AFZ_HOST_DEVICE inline ElementTerms element_terms(const Inputs& in, int64_t e) {
 
 // The row's LSE against the oracle's (Judge::lse): never counted among the
 // failing elements, but it raises its class and has its own statistics.
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable  // the GPU's Sink is __device__ only, the host's __host__ only
+#endif
 template <class Sink>
 AFZ_HOST_DEVICE void lse(const Inputs& in, int64_t r, Where w, const bound_steps::RowFactors& f, Sink& sink) {
   const float kl = lse_at(in, w);
@@ -237,6 +243,9 @@ AFZ_HOST_DEVICE void lse(const Inputs& in, int64_t r, Where w, const bound_steps
 // A row with visible keys (Judge::row).  f: the row's factors, null where
 // the declared precision cannot resolve the row (ErrorBound::begin_row
 // returned false): then nothing of it is judged or counted.
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable  // the GPU's Sink is __device__ only, the host's __host__ only
+#endif
 template <class Sink>
 AFZ_HOST_DEVICE RowCounts row(const Inputs& in, int64_t r, const bound_steps::RowFactors* f, Sink& sink) {
   RowCounts n;

@@ -1,8 +1,11 @@
 #include "harness/run/runner.h"
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
 
+#include "harness/judge/gpu_verdict.h"
 #include "harness/run/gpu/gpu_run.h"
 #include "kernels/registry.h"
 
@@ -105,6 +108,18 @@ OracleResult Runner::reference(const Materialized& m) const {
   return r;
 }
 
+Verdict Runner::verdict(const afz_kernel& k, const Materialized& m, OracleResult& r) const {
+  // The GPU tier's runs judge on the GPU too (gpu_verdict.h): the same
+  // Verdict, without the CPU pass over every element.
+  if (options_.oracle == OracleTier::Gpu) {
+    std::string why;
+    if (std::optional<Verdict> v = judge_on_gpu(k, m, r, escalation_.get(), options_.sampling, &why)) return *v;
+    static std::atomic<bool> noted{false};
+    if (!noted.exchange(true)) std::fprintf(stderr, "attnfuzz: judging on the CPU instead of the GPU: %s\n", why.c_str());
+  }
+  return judge(k, m, r, escalation_.get(), options_.sampling);
+}
+
 bool Runner::reruns(const afz_kernel& k, bool rerun) const {
   // A kernel that declares its reruns may differ (atomics) is not held to
   // identical bits; every other kernel is, when determinism is checked.
@@ -145,7 +160,7 @@ CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r, b
     out.timing.oracle = sw.seconds();
   }
   Stopwatch judge_time;
-  out.verdict = judge(k, m, *r, escalation_.get(), options_.sampling);
+  out.verdict = verdict(k, m, *r);
   out.timing.judge = judge_time.seconds();
   if (!out_of_bounds.empty() && int(out.verdict.cls) < int(VerdictClass::OutOfBounds)) {
     out.verdict.cls = VerdictClass::OutOfBounds;

@@ -1,0 +1,301 @@
+// The verdict's rows on the GPU: verdict_steps.h, one thread per checked
+// row, over device copies of the kernel's outputs and the oracle's arrays.
+// What comes back is verdict_summary.h's VerdictSummary (counts, histogram
+// bins, maxima, each class's first row, the worst row) and, before it, a
+// flag per row that decidable() leaves open.
+//
+// Order-free by construction: counts are integer atomics, maxima are
+// atomicMax on the bits of non-negative doubles (their integer order is
+// their value order), "first row" is atomicMin on the row index, and the
+// worst row is found by a second pass for the lowest row whose largest error
+// / bound equals the maximum.  Every double is computed by the same steps
+// as on the host with --fmad=false (no contraction into an fma that the
+// host, built with -ffp-contract=off, does not do), and the only libm the
+// rows need (expm1, log in ErrorBound::begin_row) runs on the host, whose
+// factors the device reads: so the summary is the host's, bit for bit.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "harness/judge/gpu_verdict.h"
+#include "harness/judge/verdict_inputs.h"
+#include "harness/judge/verdict_steps.h"
+#include "oracles/gpu/device_problem.h"
+
+namespace afz {
+
+namespace {
+
+using gpu_oracle::check;
+using ull = unsigned long long;
+
+constexpr int kThreads = 128;  // rows per block
+constexpr ull kNone = ~0ull;
+
+// ErrorSeries in device memory: counts and the bits of maxima.
+struct DeviceSeries {
+  ull elements, rows, max_over_bound, max_ulps;
+  ull over_bound[kErrorBins], ulps[kErrorBins];
+  ull by_key_position[kKeyPositionBins * kErrorBins], key_position_max[kKeyPositionBins];
+  ull by_score[kScoreBins * kErrorBins], score_max[kScoreBins];
+};
+
+struct DeviceSummary {
+  ull elements, failing, max_over_bound, max_abs_error, worst_row;
+  ull first_row[kVerdictClasses];
+  DeviceSeries o, lse;
+};
+
+// A block's element bins, flushed to DeviceSeries once (all threads of a
+// block add to a handful of bins: shared atomics keep that off the L2).
+struct BlockBins {
+  ull elements[2], over_bound[2][kErrorBins], ulps[2][kErrorBins];
+};
+
+struct Launch {
+  verdict_steps::Inputs in;
+  const int64_t* rows;
+  const bound_steps::RowFactors* factors;
+  const uint8_t* modelled;
+  const uint8_t* skip;   // escalated rows (judged on the host)
+  uint8_t* open;         // decidable() leaves the row open
+  double* row_max;       // the row's largest error / bound; -1: nothing tracked
+  int64_t count;
+  DeviceSummary* sum;
+  LogAxis error_axis, score_axis;
+};
+
+__device__ ull bits_of_double(double x) { return ull(__double_as_longlong(x)); }
+// For non-negative x (and +NaN, which then wins, as ErrorSeries' max_of keeps NaN).
+__device__ void max_bits(ull* at, double x) { atomicMax(at, bits_of_double(x)); }
+
+struct DeviceSink {
+  const Launch& l;
+  BlockBins& bins;
+  double row_max = 0, max_abs_error = 0;
+  bool tracked = false;
+
+  __device__ void raise(const verdict_steps::Event& e) { atomicMin(&l.sum->first_row[int(e.cls)], ull(e.row)); }
+  __device__ void track(const verdict_steps::Tracked& t) {
+    max_abs_error = verdict_steps::max_kept(max_abs_error, t.err);
+    row_max = verdict_steps::max_kept(row_max, t.over);  // NaN dropped, as std::max does on the host
+    tracked = true;
+  }
+  __device__ void element(int series, DeviceSeries& s, double over, double ulps) {
+    atomicAdd(&bins.elements[series], 1ull);
+    atomicAdd(&bins.over_bound[series][l.error_axis.index(over)], 1ull);
+    atomicAdd(&bins.ulps[series][l.error_axis.index(ulps)], 1ull);
+    max_bits(&s.max_over_bound, over);
+    max_bits(&s.max_ulps, ulps);
+  }
+  __device__ void row(DeviceSeries& s, double over, int key_bin, double max_abs_score) {
+    atomicAdd(&s.rows, 1ull);
+    const int e = l.error_axis.index(over);
+    if (key_bin >= 0 && key_bin < kKeyPositionBins) {
+      atomicAdd(&s.by_key_position[key_bin * kErrorBins + e], 1ull);
+      max_bits(&s.key_position_max[key_bin], over);
+    }
+    const int sb = l.score_axis.index(max_abs_score);
+    atomicAdd(&s.by_score[sb * kErrorBins + e], 1ull);
+    max_bits(&s.score_max[sb], over);
+  }
+  __device__ void o_element(double over, double ulps) { element(0, l.sum->o, over, ulps); }
+  __device__ void lse_element(double over, double ulps) { element(1, l.sum->lse, over, ulps); }
+  __device__ void o_row(double over, int key_bin, double m) { row(l.sum->o, over, key_bin, m); }
+  __device__ void lse_row(double over, int key_bin, double m) { row(l.sum->lse, over, key_bin, m); }
+};
+
+__device__ const bound_steps::RowFactors* factors_at(const Launch& l, int64_t n) {
+  return l.modelled[n] ? &l.factors[n] : nullptr;
+}
+
+__global__ void __launch_bounds__(kThreads) undecided_rows(Launch l) {
+  const int64_t n = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (n >= l.count) return;
+  const int64_t r = l.rows[n];
+  l.open[n] = !l.in.ref.empty[r] && !verdict_steps::decidable(l.in, r, factors_at(l, n));
+}
+
+__global__ void __launch_bounds__(kThreads) judge_rows(Launch l) {
+  __shared__ BlockBins bins;
+  __shared__ ull block_elements, block_failing;
+  for (int t = threadIdx.x; t < int(sizeof(BlockBins) / sizeof(ull)); t += blockDim.x) reinterpret_cast<ull*>(&bins)[t] = 0;
+  if (threadIdx.x == 0) block_elements = block_failing = 0;
+  __syncthreads();
+  const int64_t n = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (n < l.count && !l.skip[n]) {
+    const int64_t r = l.rows[n];
+    DeviceSink sink{l, bins};
+    const verdict_steps::RowCounts c = l.in.ref.empty[r] ? verdict_steps::masked_row(l.in, r, sink)
+                                                         : verdict_steps::row(l.in, r, factors_at(l, n), sink);
+    atomicAdd(&block_elements, ull(c.elements));
+    atomicAdd(&block_failing, ull(c.failing));
+    l.row_max[n] = sink.tracked ? sink.row_max : -1.0;
+    if (sink.tracked) {
+      max_bits(&l.sum->max_over_bound, sink.row_max);
+      max_bits(&l.sum->max_abs_error, sink.max_abs_error);
+    }
+  } else if (n < l.count) {
+    l.row_max[n] = -1.0;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicAdd(&l.sum->elements, block_elements);
+    atomicAdd(&l.sum->failing, block_failing);
+  }
+  for (int s = 0; s < 2; ++s) {
+    DeviceSeries& to = s == 0 ? l.sum->o : l.sum->lse;
+    if (threadIdx.x == 0 && bins.elements[s]) atomicAdd(&to.elements, bins.elements[s]);
+    for (int b = threadIdx.x; b < kErrorBins; b += blockDim.x) {
+      if (bins.over_bound[s][b]) atomicAdd(&to.over_bound[b], bins.over_bound[s][b]);
+      if (bins.ulps[s][b]) atomicAdd(&to.ulps[b], bins.ulps[s][b]);
+    }
+  }
+}
+
+// The second pass: the lowest row whose largest error / bound is the maximum.
+__global__ void __launch_bounds__(kThreads) worst_row(Launch l) {
+  const int64_t n = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (n >= l.count || l.row_max[n] < 0) return;
+  if (bits_of_double(l.row_max[n]) == l.sum->max_over_bound) atomicMin(&l.sum->worst_row, ull(l.rows[n]));
+}
+
+double double_of_bits(ull b) {
+  double x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+void to_series(const DeviceSeries& d, ErrorSeries& s) {
+  s.elements = int64_t(d.elements);
+  s.rows = int64_t(d.rows);
+  s.max_over_bound = double_of_bits(d.max_over_bound);
+  s.max_ulps = double_of_bits(d.max_ulps);
+  std::copy(d.over_bound, d.over_bound + kErrorBins, s.over_bound.begin());
+  std::copy(d.ulps, d.ulps + kErrorBins, s.ulps.begin());
+  // ErrorSeries allocates its row tables with its first row.
+  if (s.rows > 0) {
+    s.by_key_position.assign(d.by_key_position, d.by_key_position + kKeyPositionBins * kErrorBins);
+    s.by_score.assign(d.by_score, d.by_score + kScoreBins * kErrorBins);
+  }
+  for (int i = 0; i < kKeyPositionBins; ++i) s.key_position_max[size_t(i)] = double_of_bits(d.key_position_max[i]);
+  for (int i = 0; i < kScoreBins; ++i) s.score_max[size_t(i)] = double_of_bits(d.score_max[i]);
+}
+
+template <class T>
+const T* upload_or_null(gpu_oracle::DeviceArena& arena, const std::vector<T>& v) {
+  return v.empty() ? nullptr : arena.upload(v.data(), v.size());
+}
+
+class GpuRowJudge final : public RowJudge {
+ public:
+  GpuRowJudge(const afz_kernel& k, const Materialized& m, const OracleResult& r) {
+    const afz_problem& p = m.problem();
+    in_ = host_inputs(k, m, r, bound_model(k, p));
+    const int64_t B = p.batch, H = p.heads_q, S = p.max_seqlen_q;
+    const gpu_oracle::DeviceTensor o = gpu_oracle::upload_tensor(arena_, p.o, {B, H, S, p.head_dim_v});
+    in_.out.o = reinterpret_cast<const unsigned char*>(o.data);
+    if (in_.out.lse) {
+      afz_tensor lse{};
+      lse.data = p.lse;
+      lse.dtype = AFZ_F32;
+      std::copy_n(p.lse_stride, 3, lse.stride);
+      in_.out.lse = reinterpret_cast<const float*>(gpu_oracle::upload_tensor(arena_, lse, {B, H, S, 1}).data);
+    }
+    verdict_steps::Reference& d = in_.ref;
+    d.o = arena_.upload(r.o.data(), r.o.size());
+    d.cond = arena_.upload(r.cond.data(), r.cond.size());
+    d.cond_score = arena_.upload(r.cond_score.data(), r.cond_score.size());
+    d.cond_tiny = arena_.upload(r.cond_tiny.data(), r.cond_tiny.size());
+    d.o_err = upload_or_null(arena_, r.o_err);
+    d.lse = arena_.upload(r.lse.data(), r.lse.size());
+    d.empty = arena_.upload(r.empty.data(), r.empty.size());
+    d.max_abs_score = arena_.upload(r.max_abs_score.data(), r.max_abs_score.size());
+    d.lse_err = upload_or_null(arena_, r.lse_err);
+    d.visible_keys = upload_or_null(arena_, r.visible_keys);
+    d.max_key = upload_or_null(arena_, r.max_key);
+  }
+
+  std::vector<int64_t> undecided(const RowModel& model) override {
+    Launch l = launch(model);
+    if (l.count == 0) return {};
+    undecided_rows<<<blocks(l.count), kThreads>>>(l);
+    check(cudaGetLastError(), "undecided_rows launch");
+    std::vector<uint8_t> open(size_t(l.count));
+    check(cudaMemcpy(open.data(), l.open, open.size(), cudaMemcpyDeviceToHost), "cudaMemcpy (undecided rows)");
+    std::vector<int64_t> rows;
+    for (size_t n = 0; n < open.size(); ++n)
+      if (open[n]) rows.push_back(model.rows[n]);
+    return rows;
+  }
+
+  VerdictSummary summarize(const RowModel& model, const std::vector<int64_t>& skip) override {
+    Launch l = launch(model);
+    VerdictSummary out;
+    if (l.count == 0) return out;
+    std::vector<uint8_t> skipped(size_t(l.count), 0);
+    for (size_t n = 0; n < model.rows.size(); ++n)
+      skipped[n] = std::binary_search(skip.begin(), skip.end(), model.rows[n]);
+    l.skip = arena_.upload(skipped.data(), skipped.size());
+    judge_rows<<<blocks(l.count), kThreads>>>(l);
+    check(cudaGetLastError(), "judge_rows launch");
+    worst_row<<<blocks(l.count), kThreads>>>(l);
+    check(cudaGetLastError(), "worst_row launch");
+    DeviceSummary s;
+    check(cudaMemcpy(&s, l.sum, sizeof s, cudaMemcpyDeviceToHost), "cudaMemcpy (summary)");
+    out.elements = int64_t(s.elements);
+    out.failing = int64_t(s.failing);
+    out.max_over_bound = double_of_bits(s.max_over_bound);
+    out.max_abs_error = double_of_bits(s.max_abs_error);
+    out.worst_row = s.worst_row == kNone ? kNoRow : int64_t(s.worst_row);
+    for (int c = 0; c < kVerdictClasses; ++c)
+      out.first_row[size_t(c)] = s.first_row[c] == kNone ? kNoRow : int64_t(s.first_row[c]);
+    to_series(s.o, out.o_stats);
+    to_series(s.lse, out.lse_stats);
+    return out;
+  }
+
+ private:
+  static unsigned blocks(int64_t count) { return unsigned((count + kThreads - 1) / kThreads); }
+
+  // The model's rows and factors on the device, and a zeroed summary.
+  Launch launch(const RowModel& model) {
+    Launch l{};
+    l.in = in_;
+    l.count = int64_t(model.rows.size());
+    l.error_axis = kErrorAxis;
+    l.score_axis = kScoreAxis;
+    if (l.count == 0) return l;
+    l.rows = arena_.upload(model.rows.data(), model.rows.size());
+    l.factors = arena_.upload(model.factors.data(), model.factors.size());
+    l.modelled = arena_.upload(model.modelled.data(), model.modelled.size());
+    l.open = static_cast<uint8_t*>(arena_.alloc(size_t(l.count)));
+    l.row_max = static_cast<double*>(arena_.alloc(size_t(l.count) * sizeof(double)));
+    l.sum = static_cast<DeviceSummary*>(arena_.alloc(sizeof(DeviceSummary)));
+    check(cudaMemset(l.sum, 0, sizeof(DeviceSummary)), "cudaMemset");
+    // "None yet" for the lowest-row minima.
+    check(cudaMemset(&l.sum->worst_row, 0xff, sizeof(ull)), "cudaMemset");
+    check(cudaMemset(l.sum->first_row, 0xff, sizeof(l.sum->first_row)), "cudaMemset");
+    return l;
+  }
+
+  gpu_oracle::DeviceArena arena_;
+  verdict_steps::Inputs in_{};
+};
+
+}  // namespace
+
+std::unique_ptr<RowJudge> make_gpu_row_judge(const afz_kernel& k, const Materialized& m, const OracleResult& r,
+                                             std::string* why) {
+  int count = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
+    if (why) *why = e != cudaSuccess ? std::string("no CUDA device: ") + cudaGetErrorString(e) : "no CUDA device";
+    return nullptr;
+  }
+  return std::make_unique<GpuRowJudge>(k, m, r);
+}
+
+}  // namespace afz

@@ -1,0 +1,134 @@
+// The verdict on the GPU (harness/judge/gpu_verdict.h) against judge() on
+// the same cases: every CPU kernel and mutant on generated cases with
+// planted defects (unwritten elements, NaN, a log2 LSE, a poisoned LSE; the
+// generators give fully masked and padding rows), with the fast tier's
+// undecided rows escalated and with rows forced to escalate, with sampled
+// rows, and with the GPU oracle's own result.  Bit for bit: the device runs
+// the host's steps on the host's row factors (verdict_steps.h).
+//
+// In attnfuzz_gpu_oracle_tests (the tier calls CUDA in the test process:
+// see gpu_oracle_test.cpp).  Without a device every test skips with the reason.
+#include "harness/judge/gpu_verdict.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/run/runner.h"
+#include "tests/harness/judge/verdict_cases.h"
+
+namespace afz {
+namespace {
+
+constexpr uint64_t kSeed = 1517;
+constexpr int kCases = 24;
+constexpr int64_t kMaxWork = int64_t(1) << 20;  // every kernel and plant judged twice: about a minute on the H200 host
+
+// The reason there is no GPU verdict here (make_gpu_row_judge asks the
+// same question), or "" where there is one.
+std::string no_device() {
+  std::string why;
+  return make_gpu_oracle(&why) ? "" : why;
+}
+
+#define GPU_OR_SKIP()                                  \
+  if (const std::string why = no_device(); !why.empty()) \
+  GTEST_SKIP() << why
+
+Verdict on_gpu(const afz_kernel& k, const Materialized& m, OracleResult& r, const Oracle* escalate,
+               const RowSampling& sampling = {}) {
+  std::string why;
+  std::optional<Verdict> v = judge_on_gpu(k, m, r, escalate, sampling, &why);
+  if (!v) ADD_FAILURE() << "no GPU verdict: " << why;
+  return v.value_or(Verdict{});
+}
+
+TEST(GpuVerdict, EqualsJudgeForEveryCpuKernelWithEscalation) {
+  GPU_OR_SKIP();
+  const auto fast = make_fast_oracle();
+  const auto precise = make_escalation_oracle();
+  int escalated = 0;
+  const int judged = testing::for_each_judged_case(
+      *fast, kSeed, kCases, kMaxWork,
+      [&](const afz_kernel& k, const Materialized& m, const OracleResult& r, const std::string& what) {
+        for (bool force_escalation : {false, true}) {
+          OracleResult want_r = r, got_r = r;
+          if (force_escalation) testing::loosen(want_r), testing::loosen(got_r);
+          const Verdict want = judge(k, m, want_r, precise.get());
+          const Verdict got = on_gpu(k, m, got_r, precise.get());
+          testing::expect_same_verdict(got, want, what + (force_escalation ? " escalated" : ""));
+          escalated += got.escalated_rows > 0;
+        }
+      });
+  EXPECT_GT(judged, 100);
+  EXPECT_GT(escalated, 0);
+}
+
+TEST(GpuVerdict, EqualsJudgeOnSampledRows) {
+  GPU_OR_SKIP();
+  const auto fast = make_fast_oracle();
+  const auto precise = make_escalation_oracle();
+  RowSampling sampling;
+  sampling.max_rows = 5;
+  sampling.tile_rows = 4;
+  sampling.seed = 7;
+  int sampled = 0;
+  testing::for_each_judged_case(
+      *fast, kSeed + 1, kCases, kMaxWork,
+      [&](const afz_kernel& k, const Materialized& m, const OracleResult& r, const std::string& what) {
+        OracleResult want_r = r, got_r = r;
+        testing::loosen(want_r), testing::loosen(got_r);
+        const Verdict want = judge(k, m, want_r, precise.get(), sampling);
+        const Verdict got = on_gpu(k, m, got_r, precise.get(), sampling);
+        testing::expect_same_verdict(got, want, what + " sampled");
+        sampled += got.coverage.sampled;
+      });
+  EXPECT_GT(sampled, 0);
+}
+
+// The configuration --oracle gpu runs: the GPU tier's result, the Runner's
+// choice of judge.  The Runner's verdict equals judge() on a copy of the
+// same reference.
+TEST(GpuVerdict, RunnerWithTheGpuTierEqualsJudge) {
+  GPU_OR_SKIP();
+  std::string why;
+  const auto gpu = make_gpu_oracle(&why);
+  ASSERT_TRUE(gpu) << why;
+  RunOptions o;
+  o.oracle = OracleTier::Gpu;
+  const Runner runner(o);
+  const auto precise = make_escalation_oracle();
+  const KernelRegistry reg = KernelRegistry::with_builtins();
+  const GeneratorMix mix = GeneratorMix::defaults();
+  int judged = 0;
+  for (int n = 0; n < kCases; ++n) {
+    const GeneratedCase gc = generate_case(mix, kSeed + 2, uint64_t(n));
+    if (case_work(gc.c) > kMaxWork) continue;
+    Materialized m(gc.c);
+    OracleResult r;
+    try {
+      r = gpu->compute(m.problem());
+    } catch (const std::invalid_argument&) {
+      continue;
+    }
+    for (const KernelEntry& e : reg.entries()) {
+      if ((e.kernel->caps.flags & AFZ_CAP_GPU) || e.origin == "faulty") continue;
+      OracleResult run_r = r;
+      const CaseOutcome out = runner.run(*e.kernel, m, &run_r);
+      if (out.verdict.cls == VerdictClass::Unsupported) continue;
+      OracleResult want_r = r;
+      const Verdict want = judge(*e.kernel, m, want_r, precise.get());
+      testing::expect_same_verdict(out.verdict, want, std::string(e.kernel->name) + " case " + std::to_string(n));
+      ++judged;
+    }
+  }
+  EXPECT_GT(judged, 0);
+}
+
+// Runs everywhere: the answer is a verdict or a one-line reason, never a crash.
+TEST(GpuVerdict, WithoutADeviceSaysWhyInOneLine) {
+  const std::string why = no_device();
+  if (why.empty()) GTEST_SKIP() << "a device is present";
+  EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace afz
