@@ -69,13 +69,7 @@ Verdict judge_row(const afz_kernel& k, const Materialized& m, const OracleResult
 }  // namespace
 
 std::vector<int64_t> HostRowJudge::undecided(const RowModel& model) {
-  const verdict_steps::Inputs in = host_inputs(k_, m_, r_, bound_model(k_, m_.problem()));
-  std::vector<int64_t> open;
-  for (size_t n = 0; n < model.rows.size(); ++n) {
-    const int64_t ri = model.rows[n];
-    if (!r_.empty[ri] && !verdict_steps::decidable(in, ri, factors_at(model, n))) open.push_back(ri);
-  }
-  return open;
+  return undecided_rows(k_, m_, r_, model.rows);
 }
 
 VerdictSummary HostRowJudge::summarize(const RowModel& model, const std::vector<int64_t>& skip) {

@@ -53,6 +53,20 @@ KernelRun execute(const afz_kernel& k, Materialized& m, const RunOptions& o, std
   return w.run;
 }
 
+// judge(), on the GPU where the oracle tier is (gpu_verdict.h: the same
+// Verdict without the CPU's pass over every element), falling back to the
+// CPU with a one-line note on a device error.
+Verdict verdict(const afz_kernel& k, const Materialized& m, OracleResult& r, const RunOptions& o,
+                const Oracle* escalate) {
+  if (o.oracle == OracleTier::Gpu) {
+    std::string why;
+    if (std::optional<Verdict> v = judge_on_gpu(k, m, r, escalate, o.sampling, &why)) return *v;
+    static std::atomic<bool> noted{false};
+    if (!noted.exchange(true)) std::fprintf(stderr, "attnfuzz: judging on the CPU instead of the GPU: %s\n", why.c_str());
+  }
+  return judge(k, m, r, escalate, o.sampling);
+}
+
 }  // namespace
 
 std::optional<OracleTier> parse_oracle_tier(std::string_view s) {
@@ -108,18 +122,6 @@ OracleResult Runner::reference(const Materialized& m) const {
   return r;
 }
 
-Verdict Runner::verdict(const afz_kernel& k, const Materialized& m, OracleResult& r) const {
-  // The GPU tier's runs judge on the GPU too (gpu_verdict.h): the same
-  // Verdict, without the CPU pass over every element.
-  if (options_.oracle == OracleTier::Gpu) {
-    std::string why;
-    if (std::optional<Verdict> v = judge_on_gpu(k, m, r, escalation_.get(), options_.sampling, &why)) return *v;
-    static std::atomic<bool> noted{false};
-    if (!noted.exchange(true)) std::fprintf(stderr, "attnfuzz: judging on the CPU instead of the GPU: %s\n", why.c_str());
-  }
-  return judge(k, m, r, escalation_.get(), options_.sampling);
-}
-
 bool Runner::reruns(const afz_kernel& k, bool rerun) const {
   // A kernel that declares its reruns may differ (atomics) is not held to
   // identical bits; every other kernel is, when determinism is checked.
@@ -160,7 +162,7 @@ CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r, b
     out.timing.oracle = sw.seconds();
   }
   Stopwatch judge_time;
-  out.verdict = verdict(k, m, *r);
+  out.verdict = verdict(k, m, *r, options_, escalation_.get());
   out.timing.judge = judge_time.seconds();
   if (!out_of_bounds.empty() && int(out.verdict.cls) < int(VerdictClass::OutOfBounds)) {
     out.verdict.cls = VerdictClass::OutOfBounds;

@@ -55,9 +55,6 @@ class Runner {
   bool reruns(const afz_kernel& k, bool rerun) const;
 
  private:
-  // judge(), on the GPU where the oracle tier is (falling back to the CPU
-  // with a one-line note on a device error).
-  Verdict verdict(const afz_kernel& k, const Materialized& m, OracleResult& r) const;
   RunOptions options_;
   std::unique_ptr<Oracle> primary_, escalation_;
 };

@@ -72,10 +72,15 @@ __device__ ull bits_of_double(double x) { return ull(__double_as_longlong(x)); }
 // For non-negative x (and +NaN, which then wins, as ErrorSeries' max_of keeps NaN).
 __device__ void max_bits(ull* at, double x) { atomicMax(at, bits_of_double(x)); }
 
+// Per row: the maxima in registers, one atomic each at the row's end (an
+// atomic per element on one address would serialize the whole grid).  No
+// over or ulps is NaN (the bound is positive or the ratio is 0 or inf, the
+// ulp positive, the error finite), so max_kept equals ErrorSeries' max_of.
 struct DeviceSink {
   const Launch& l;
   BlockBins& bins;
   double row_max = 0, max_abs_error = 0;
+  double series_over[2] = {}, series_ulps[2] = {};
   bool tracked = false;
 
   __device__ void raise(const verdict_steps::Event& e) { atomicMin(&l.sum->first_row[int(e.cls)], ull(e.row)); }
@@ -84,12 +89,23 @@ struct DeviceSink {
     row_max = verdict_steps::max_kept(row_max, t.over);  // NaN dropped, as std::max does on the host
     tracked = true;
   }
-  __device__ void element(int series, DeviceSeries& s, double over, double ulps) {
+  __device__ void element(int series, double over, double ulps) {
     atomicAdd(&bins.elements[series], 1ull);
     atomicAdd(&bins.over_bound[series][l.error_axis.index(over)], 1ull);
     atomicAdd(&bins.ulps[series][l.error_axis.index(ulps)], 1ull);
-    max_bits(&s.max_over_bound, over);
-    max_bits(&s.max_ulps, ulps);
+    series_over[series] = verdict_steps::max_kept(series_over[series], over);
+    series_ulps[series] = verdict_steps::max_kept(series_ulps[series], ulps);
+  }
+  __device__ void end_row() {
+    for (int s = 0; s < 2; ++s) {
+      DeviceSeries& to = s == 0 ? l.sum->o : l.sum->lse;
+      if (series_over[s] > 0) max_bits(&to.max_over_bound, series_over[s]);
+      if (series_ulps[s] > 0) max_bits(&to.max_ulps, series_ulps[s]);
+    }
+    if (tracked) {
+      max_bits(&l.sum->max_over_bound, row_max);
+      max_bits(&l.sum->max_abs_error, max_abs_error);
+    }
   }
   __device__ void row(DeviceSeries& s, double over, int key_bin, double max_abs_score) {
     atomicAdd(&s.rows, 1ull);
@@ -102,8 +118,8 @@ struct DeviceSink {
     atomicAdd(&s.by_score[sb * kErrorBins + e], 1ull);
     max_bits(&s.score_max[sb], over);
   }
-  __device__ void o_element(double over, double ulps) { element(0, l.sum->o, over, ulps); }
-  __device__ void lse_element(double over, double ulps) { element(1, l.sum->lse, over, ulps); }
+  __device__ void o_element(double over, double ulps) { element(0, over, ulps); }
+  __device__ void lse_element(double over, double ulps) { element(1, over, ulps); }
   __device__ void o_row(double over, int key_bin, double m) { row(l.sum->o, over, key_bin, m); }
   __device__ void lse_row(double over, int key_bin, double m) { row(l.sum->lse, over, key_bin, m); }
 };
@@ -134,10 +150,7 @@ __global__ void __launch_bounds__(kThreads) judge_rows(Launch l) {
     atomicAdd(&block_elements, ull(c.elements));
     atomicAdd(&block_failing, ull(c.failing));
     l.row_max[n] = sink.tracked ? sink.row_max : -1.0;
-    if (sink.tracked) {
-      max_bits(&l.sum->max_over_bound, sink.row_max);
-      max_bits(&l.sum->max_abs_error, sink.max_abs_error);
-    }
+    sink.end_row();
   } else if (n < l.count) {
     l.row_max[n] = -1.0;
   }
