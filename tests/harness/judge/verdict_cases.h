@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <limits>
+#include <span>
 #include <string>
 
 #include "harness/case/generators.h"
@@ -24,6 +25,15 @@ namespace afz::testing {
 inline void expect_same_verdict(const Verdict& got, const Verdict& want, const std::string& what) {
   EXPECT_EQ(verdict_difference(got, want), "") << what;
 }
+
+// judge() and the verdict under test, each on its own copy of r (escalation
+// rewrites rows; `loosen`: a third of them forced to escalate), agree in
+// every field.  *escalated counts the verdicts that escalated rows.
+using VerdictUnderTest = std::function<Verdict(const afz_kernel&, const Materialized&, OracleResult&, const Oracle*,
+                                               const RowSampling&)>;
+inline void expect_equals_judge(const VerdictUnderTest& under_test, const afz_kernel& k, const Materialized& m,
+                                const OracleResult& r, const Oracle* escalate, const RowSampling& sampling,
+                                bool loosen_rows, const std::string& what, int* escalated);
 
 // Defects planted after a kernel ran, so that every class and path shows up
 // whatever the kernel: none, an element left unwritten, a NaN, an LSE in
@@ -61,11 +71,29 @@ inline void loosen(OracleResult& r) {
     if (!r.o_err.empty()) r.o_err[ri * r.dv] = std::numeric_limits<double>::infinity();
 }
 
+// Forced escalation sends a third of the rows to MPFR for every kernel:
+// small cases and two plants (none, and a NaN among escalated rows' peers).
+inline constexpr int64_t kEscalationMaxWork = int64_t(1) << 14;
+inline constexpr Plant kEscalationPlants[] = {Plant::None, Plant::NaN};
+// A few rows of each case: edges at tiles of 4, and a seeded sample.
+inline constexpr RowSampling kSampling{5, 4, 7};
+
+inline void expect_equals_judge(const VerdictUnderTest& under_test, const afz_kernel& k, const Materialized& m,
+                                const OracleResult& r, const Oracle* escalate, const RowSampling& sampling,
+                                bool loosen_rows, const std::string& what, int* escalated) {
+  OracleResult want_r = r, got_r = r;
+  if (loosen_rows) loosen(want_r), loosen(got_r);
+  const Verdict want = judge(k, m, want_r, escalate, sampling);
+  const Verdict got = under_test(k, m, got_r, escalate, sampling);
+  expect_same_verdict(got, want, what);
+  *escalated += got.escalated_rows > 0;
+}
+
 // For each generated case (up to `max_work`) the oracle `primary` can
-// compute, each CPU kernel and mutant, and each plant: calls check(kernel,
-// m, r, what) with m holding the outputs.
+// compute, each CPU kernel and mutant, and each of `plants`: calls check(kernel,
+// m, r, what) with m holding the outputs.  Returns the number of calls.
 inline int for_each_judged_case(const Oracle& primary, uint64_t seed, int cases, int64_t max_work,
-                                const std::function<void(const afz_kernel&, const Materialized&,
+                                std::span<const Plant> plants, const std::function<void(const afz_kernel&, const Materialized&,
                                                          const OracleResult&, const std::string&)>& check) {
   const KernelRegistry reg = KernelRegistry::with_builtins();
   const GeneratorMix mix = GeneratorMix::defaults();
@@ -83,7 +111,7 @@ inline int for_each_judged_case(const Oracle& primary, uint64_t seed, int cases,
     for (const KernelEntry& e : reg.entries()) {
       if ((e.kernel->caps.flags & AFZ_CAP_GPU) || e.origin == "faulty") continue;
       if (!unsupported_reason(*e.kernel, m.problem()).empty()) continue;
-      for (Plant pl : kPlants) {
+      for (Plant pl : plants) {
         m.poison_outputs();
         // The ABI's promise (runner.cpp): no LSE buffer for a kernel without AFZ_CAP_LSE.
         float* lse = m.problem().lse;

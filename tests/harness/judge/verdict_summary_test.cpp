@@ -18,45 +18,57 @@ namespace {
 constexpr uint64_t kSeed = 1516;
 constexpr int kCases = 16;
 constexpr int64_t kMaxWork = int64_t(1) << 18;  // MPFR escalates whole rows of these on the CPU
+// The verdict under test: the rows judged by HostRowJudge.
+void expect_host_rows_equal_judge(const afz_kernel& k, const Materialized& m, const OracleResult& r,
+                                  const Oracle* escalate, const RowSampling& sampling, bool loosen,
+                                  const std::string& what, int* escalated) {
+  auto host_rows = [](const afz_kernel& k, const Materialized& m, OracleResult& r, const Oracle* escalate,
+                      const RowSampling& sampling) {
+    HostRowJudge rows(k, m, r);
+    return judge_by_rows(k, m, r, escalate, sampling, rows);
+  };
+  testing::expect_equals_judge(host_rows, k, m, r, escalate, sampling, loosen, what, escalated);
+}
+
 TEST(VerdictSummary, HostRowsGiveJudgesVerdictForEveryCpuKernel) {
   const auto fast = make_fast_oracle();
   const auto precise = make_escalation_oracle();
   int escalated = 0;
   const int judged = testing::for_each_judged_case(
-      *fast, kSeed, kCases, kMaxWork,
+      *fast, kSeed, kCases, kMaxWork, testing::kPlants,
       [&](const afz_kernel& k, const Materialized& m, const OracleResult& r, const std::string& what) {
-        for (bool force_escalation : {false, true}) {
-          OracleResult want_r = r, got_r = r;
-          if (force_escalation) testing::loosen(want_r), testing::loosen(got_r);
-          const Verdict want = judge(k, m, want_r, precise.get());
-          HostRowJudge rows(k, m, got_r);
-          const Verdict got = judge_by_rows(k, m, got_r, precise.get(), {}, rows);
-          testing::expect_same_verdict(got, want, what + (force_escalation ? " escalated" : ""));
-          escalated += got.escalated_rows > 0;
-        }
+        expect_host_rows_equal_judge(k, m, r, precise.get(), {}, false, what, &escalated);
       });
   EXPECT_GT(judged, 100);
+}
+
+// A third of the rows escalated to MPFR and judged on the host, merged
+// with the rest (small cases: MPFR recomputes those rows for each kernel).
+TEST(VerdictSummary, EscalatedRowsMergeIntoJudgesVerdict) {
+  const auto fast = make_fast_oracle();
+  const auto precise = make_escalation_oracle();
+  int escalated = 0;
+  testing::for_each_judged_case(
+      *fast, kSeed + 2, kCases, testing::kEscalationMaxWork, testing::kEscalationPlants,
+      [&](const afz_kernel& k, const Materialized& m, const OracleResult& r, const std::string& what) {
+        expect_host_rows_equal_judge(k, m, r, precise.get(), {}, true, what + " escalated", &escalated);
+      });
   EXPECT_GT(escalated, 0);
 }
 
+// Sampled rows, a third of them escalated.
 TEST(VerdictSummary, SampledRowsGiveJudgesVerdict) {
   const auto fast = make_fast_oracle();
-  RowSampling sampling;
-  sampling.max_rows = 5;
-  sampling.tile_rows = 4;
-  sampling.seed = 7;
-  int sampled = 0;
+  const auto precise = make_escalation_oracle();
+  int escalated = 0, sampled = 0;
   testing::for_each_judged_case(
-      *fast, kSeed + 1, kCases, kMaxWork,
+      *fast, kSeed + 1, kCases, kMaxWork, testing::kPlants,
       [&](const afz_kernel& k, const Materialized& m, const OracleResult& r, const std::string& what) {
-        OracleResult want_r = r, got_r = r;
-        const Verdict want = judge(k, m, want_r, nullptr, sampling);
-        HostRowJudge rows(k, m, got_r);
-        const Verdict got = judge_by_rows(k, m, got_r, nullptr, sampling, rows);
-        testing::expect_same_verdict(got, want, what + " sampled");
-        sampled += got.coverage.sampled;
+        expect_host_rows_equal_judge(k, m, r, precise.get(), testing::kSampling, true, what + " sampled", &escalated);
+        sampled += checked_rows(m.problem(), testing::kSampling, nullptr).size() < size_t(r.rows());
       });
   EXPECT_GT(sampled, 0);
+  EXPECT_GT(escalated, 0);
 }
 
 // The bit steps the device runs (dtype.h, bits_steps): over every fp16 and

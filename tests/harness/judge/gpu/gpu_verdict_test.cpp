@@ -34,54 +34,56 @@ std::string no_device() {
   GTEST_SKIP() << why
 
 Verdict on_gpu(const afz_kernel& k, const Materialized& m, OracleResult& r, const Oracle* escalate,
-               const RowSampling& sampling = {}) {
+               const RowSampling& sampling) {
   std::string why;
   std::optional<Verdict> v = judge_on_gpu(k, m, r, escalate, sampling, &why);
   if (!v) ADD_FAILURE() << "no GPU verdict: " << why;
   return v.value_or(Verdict{});
 }
 
-TEST(GpuVerdict, EqualsJudgeForEveryCpuKernelWithEscalation) {
+TEST(GpuVerdict, EqualsJudgeForEveryCpuKernel) {
   GPU_OR_SKIP();
   const auto fast = make_fast_oracle();
   const auto precise = make_escalation_oracle();
   int escalated = 0;
   const int judged = testing::for_each_judged_case(
-      *fast, kSeed, kCases, kMaxWork,
+      *fast, kSeed, kCases, kMaxWork, testing::kPlants,
       [&](const afz_kernel& k, const Materialized& m, const OracleResult& r, const std::string& what) {
-        for (bool force_escalation : {false, true}) {
-          OracleResult want_r = r, got_r = r;
-          if (force_escalation) testing::loosen(want_r), testing::loosen(got_r);
-          const Verdict want = judge(k, m, want_r, precise.get());
-          const Verdict got = on_gpu(k, m, got_r, precise.get());
-          testing::expect_same_verdict(got, want, what + (force_escalation ? " escalated" : ""));
-          escalated += got.escalated_rows > 0;
-        }
+        testing::expect_equals_judge(on_gpu, k, m, r, precise.get(), {}, false, what, &escalated);
       });
   EXPECT_GT(judged, 100);
+}
+
+// A third of the rows escalated to MPFR and judged on the host, merged
+// with the GPU's summary of the rest.
+TEST(GpuVerdict, EscalatedRowsMergeIntoJudgesVerdict) {
+  GPU_OR_SKIP();
+  const auto fast = make_fast_oracle();
+  const auto precise = make_escalation_oracle();
+  int escalated = 0;
+  testing::for_each_judged_case(
+      *fast, kSeed + 1, kCases, testing::kEscalationMaxWork, testing::kEscalationPlants,
+      [&](const afz_kernel& k, const Materialized& m, const OracleResult& r, const std::string& what) {
+        testing::expect_equals_judge(on_gpu, k, m, r, precise.get(), {}, true, what + " escalated", &escalated);
+      });
   EXPECT_GT(escalated, 0);
 }
 
+// Sampled rows, a third of them escalated.
 TEST(GpuVerdict, EqualsJudgeOnSampledRows) {
   GPU_OR_SKIP();
   const auto fast = make_fast_oracle();
   const auto precise = make_escalation_oracle();
-  RowSampling sampling;
-  sampling.max_rows = 5;
-  sampling.tile_rows = 4;
-  sampling.seed = 7;
-  int sampled = 0;
+  int escalated = 0, sampled = 0;
   testing::for_each_judged_case(
-      *fast, kSeed + 1, kCases, kMaxWork,
+      *fast, kSeed + 2, kCases, kMaxWork, testing::kPlants,
       [&](const afz_kernel& k, const Materialized& m, const OracleResult& r, const std::string& what) {
-        OracleResult want_r = r, got_r = r;
-        testing::loosen(want_r), testing::loosen(got_r);
-        const Verdict want = judge(k, m, want_r, precise.get(), sampling);
-        const Verdict got = on_gpu(k, m, got_r, precise.get(), sampling);
-        testing::expect_same_verdict(got, want, what + " sampled");
-        sampled += got.coverage.sampled;
+        testing::expect_equals_judge(on_gpu, k, m, r, precise.get(), testing::kSampling, true, what + " sampled",
+                                     &escalated);
+        sampled += checked_rows(m.problem(), testing::kSampling, nullptr).size() < size_t(r.rows());
       });
   EXPECT_GT(sampled, 0);
+  EXPECT_GT(escalated, 0);
 }
 
 // The configuration --oracle gpu runs: the GPU tier's result, the Runner's
@@ -100,7 +102,7 @@ TEST(GpuVerdict, RunnerWithTheGpuTierEqualsJudge) {
   const GeneratorMix mix = GeneratorMix::defaults();
   int judged = 0;
   for (int n = 0; n < kCases; ++n) {
-    const GeneratedCase gc = generate_case(mix, kSeed + 2, uint64_t(n));
+    const GeneratedCase gc = generate_case(mix, kSeed + 3, uint64_t(n));
     if (case_work(gc.c) > kMaxWork) continue;
     Materialized m(gc.c);
     OracleResult r;

@@ -1,6 +1,6 @@
 // The verdict's rows on the GPU: verdict_steps.h, one thread per checked
 // row, over device copies of the kernel's outputs and the oracle's arrays.
-// What comes back is verdict_summary.h's VerdictSummary (counts, histogram
+// What comes back is row_summary.h's VerdictSummary (counts, histogram
 // bins, maxima, each class's first row, the worst row) and, before it, a
 // flag per row that decidable() leaves open.
 //
@@ -18,14 +18,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
-#include "harness/judge/gpu_verdict.h"
-#include "harness/judge/verdict_inputs.h"
+#include "harness/judge/gpu/device_rows.h"
 #include "harness/judge/verdict_steps.h"
 #include "oracles/gpu/device_problem.h"
 
-namespace afz {
+namespace afz::gpu_verdict {
 
 namespace {
 
@@ -199,116 +199,111 @@ void to_series(const DeviceSeries& d, ErrorSeries& s) {
 }
 
 template <class T>
-const T* upload_or_null(gpu_oracle::DeviceArena& arena, const std::vector<T>& v) {
-  return v.empty() ? nullptr : arena.upload(v.data(), v.size());
+const T* upload_or_null(gpu_oracle::DeviceArena& arena, const T* host, size_t count) {
+  return host ? arena.upload(host, count) : nullptr;
 }
 
-class GpuRowJudge final : public RowJudge {
- public:
-  GpuRowJudge(const afz_kernel& k, const Materialized& m, const OracleResult& r) {
-    const afz_problem& p = m.problem();
-    in_ = host_inputs(k, m, r, bound_model(k, p));
-    const int64_t B = p.batch, H = p.heads_q, S = p.max_seqlen_q;
-    const gpu_oracle::DeviceTensor o = gpu_oracle::upload_tensor(arena_, p.o, {B, H, S, p.head_dim_v});
-    in_.out.o = reinterpret_cast<const unsigned char*>(o.data);
-    if (in_.out.lse) {
-      afz_tensor lse{};
-      lse.data = p.lse;
-      lse.dtype = AFZ_F32;
-      std::copy_n(p.lse_stride, 3, lse.stride);
-      in_.out.lse = reinterpret_cast<const float*>(gpu_oracle::upload_tensor(arena_, lse, {B, H, S, 1}).data);
-    }
-    verdict_steps::Reference& d = in_.ref;
-    d.o = arena_.upload(r.o.data(), r.o.size());
-    d.cond = arena_.upload(r.cond.data(), r.cond.size());
-    d.cond_score = arena_.upload(r.cond_score.data(), r.cond_score.size());
-    d.cond_tiny = arena_.upload(r.cond_tiny.data(), r.cond_tiny.size());
-    d.o_err = upload_or_null(arena_, r.o_err);
-    d.lse = arena_.upload(r.lse.data(), r.lse.size());
-    d.empty = arena_.upload(r.empty.data(), r.empty.size());
-    d.max_abs_score = arena_.upload(r.max_abs_score.data(), r.max_abs_score.size());
-    d.lse_err = upload_or_null(arena_, r.lse_err);
-    d.visible_keys = upload_or_null(arena_, r.visible_keys);
-    d.max_key = upload_or_null(arena_, r.max_key);
-  }
+unsigned blocks(int64_t count) { return unsigned((count + kThreads - 1) / kThreads); }
 
-  std::vector<int64_t> undecided(const RowModel& model) override {
-    Launch l = launch(model);
-    if (l.count == 0) return {};
-    undecided_rows<<<blocks(l.count), kThreads>>>(l);
-    check(cudaGetLastError(), "undecided_rows launch");
-    std::vector<uint8_t> open(size_t(l.count));
-    check(cudaMemcpy(open.data(), l.open, open.size(), cudaMemcpyDeviceToHost), "cudaMemcpy (undecided rows)");
-    std::vector<int64_t> rows;
-    for (size_t n = 0; n < open.size(); ++n)
-      if (open[n]) rows.push_back(model.rows[n]);
-    return rows;
-  }
+}  // namespace
 
-  VerdictSummary summarize(const RowModel& model, const std::vector<int64_t>& skip) override {
-    Launch l = launch(model);
-    VerdictSummary out;
-    if (l.count == 0) return out;
-    std::vector<uint8_t> skipped(size_t(l.count), 0);
-    for (size_t n = 0; n < model.rows.size(); ++n)
-      skipped[n] = std::binary_search(skip.begin(), skip.end(), model.rows[n]);
-    l.skip = arena_.upload(skipped.data(), skipped.size());
-    judge_rows<<<blocks(l.count), kThreads>>>(l);
-    check(cudaGetLastError(), "judge_rows launch");
-    worst_row<<<blocks(l.count), kThreads>>>(l);
-    check(cudaGetLastError(), "worst_row launch");
-    DeviceSummary s;
-    check(cudaMemcpy(&s, l.sum, sizeof s, cudaMemcpyDeviceToHost), "cudaMemcpy (summary)");
-    out.elements = int64_t(s.elements);
-    out.failing = int64_t(s.failing);
-    out.max_over_bound = double_of_bits(s.max_over_bound);
-    out.max_abs_error = double_of_bits(s.max_abs_error);
-    out.worst_row = s.worst_row == kNone ? kNoRow : int64_t(s.worst_row);
-    for (int c = 0; c < kVerdictClasses; ++c)
-      out.first_row[size_t(c)] = s.first_row[c] == kNone ? kNoRow : int64_t(s.first_row[c]);
-    to_series(s.o, out.o_stats);
-    to_series(s.lse, out.lse_stats);
-    return out;
-  }
+std::string no_device_reason() {
+  int count = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(e);
+  return count == 0 ? "no CUDA device" : "";
+}
 
- private:
-  static unsigned blocks(int64_t count) { return unsigned((count + kThreads - 1) / kThreads); }
+struct DeviceRows::Impl {
+  gpu_oracle::DeviceArena arena;
+  verdict_steps::Inputs in{};
 
   // The model's rows and factors on the device, and a zeroed summary.
   Launch launch(const RowModel& model) {
     Launch l{};
-    l.in = in_;
+    l.in = in;
     l.count = int64_t(model.rows.size());
     l.error_axis = kErrorAxis;
     l.score_axis = kScoreAxis;
     if (l.count == 0) return l;
-    l.rows = arena_.upload(model.rows.data(), model.rows.size());
-    l.factors = arena_.upload(model.factors.data(), model.factors.size());
-    l.modelled = arena_.upload(model.modelled.data(), model.modelled.size());
-    l.open = static_cast<uint8_t*>(arena_.alloc(size_t(l.count)));
-    l.row_max = static_cast<double*>(arena_.alloc(size_t(l.count) * sizeof(double)));
-    l.sum = static_cast<DeviceSummary*>(arena_.alloc(sizeof(DeviceSummary)));
+    l.rows = arena.upload(model.rows.data(), model.rows.size());
+    l.factors = arena.upload(model.factors.data(), model.factors.size());
+    l.modelled = arena.upload(model.modelled.data(), model.modelled.size());
+    l.open = static_cast<uint8_t*>(arena.alloc(size_t(l.count)));
+    l.row_max = static_cast<double*>(arena.alloc(size_t(l.count) * sizeof(double)));
+    l.sum = static_cast<DeviceSummary*>(arena.alloc(sizeof(DeviceSummary)));
     check(cudaMemset(l.sum, 0, sizeof(DeviceSummary)), "cudaMemset");
     // "None yet" for the lowest-row minima.
     check(cudaMemset(&l.sum->worst_row, 0xff, sizeof(ull)), "cudaMemset");
     check(cudaMemset(l.sum->first_row, 0xff, sizeof(l.sum->first_row)), "cudaMemset");
     return l;
   }
-
-  gpu_oracle::DeviceArena arena_;
-  verdict_steps::Inputs in_{};
 };
 
-}  // namespace
-
-std::unique_ptr<RowJudge> make_gpu_row_judge(const afz_kernel& k, const Materialized& m, const OracleResult& r,
-                                             std::string* why) {
-  int count = 0;
-  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
-    if (why) *why = e != cudaSuccess ? std::string("no CUDA device: ") + cudaGetErrorString(e) : "no CUDA device";
-    return nullptr;
+DeviceRows::DeviceRows(const verdict_steps::Inputs& host, int batch) : impl_(std::make_unique<Impl>()) {
+  gpu_oracle::DeviceArena& arena = impl_->arena;
+  verdict_steps::Inputs& in = impl_->in;
+  in = host;
+  const int64_t B = batch, H = host.heads_q, S = host.max_sq, rows = B * H * S, elems = rows * host.dv;
+  afz_tensor o{};
+  o.data = const_cast<unsigned char*>(host.out.o);
+  o.dtype = host.out.o_dtype;
+  std::copy_n(host.out.o_stride, 4, o.stride);
+  in.out.o = reinterpret_cast<const unsigned char*>(gpu_oracle::upload_tensor(arena, o, {B, H, S, host.dv}).data);
+  if (host.out.lse) {
+    afz_tensor lse{};
+    lse.data = const_cast<float*>(host.out.lse);
+    lse.dtype = AFZ_F32;
+    std::copy_n(host.out.lse_stride, 3, lse.stride);
+    in.out.lse = reinterpret_cast<const float*>(gpu_oracle::upload_tensor(arena, lse, {B, H, S, 1}).data);
   }
-  return std::make_unique<GpuRowJudge>(k, m, r);
+  const verdict_steps::Reference& h = host.ref;
+  verdict_steps::Reference& d = in.ref;
+  d.o = arena.upload(h.o, size_t(elems));
+  d.cond = arena.upload(h.cond, size_t(elems));
+  d.cond_score = arena.upload(h.cond_score, size_t(elems));
+  d.cond_tiny = arena.upload(h.cond_tiny, size_t(elems));
+  d.o_err = upload_or_null(arena, h.o_err, size_t(elems));
+  d.lse = arena.upload(h.lse, size_t(rows));
+  d.empty = arena.upload(h.empty, size_t(rows));
+  d.max_abs_score = arena.upload(h.max_abs_score, size_t(rows));
+  d.lse_err = upload_or_null(arena, h.lse_err, size_t(rows));
+  d.visible_keys = upload_or_null(arena, h.visible_keys, size_t(rows));
+  d.max_key = upload_or_null(arena, h.max_key, size_t(rows));
 }
 
-}  // namespace afz
+DeviceRows::~DeviceRows() = default;
+
+std::vector<uint8_t> DeviceRows::open_rows(const RowModel& model) {
+  Launch l = impl_->launch(model);
+  std::vector<uint8_t> open(size_t(l.count));
+  if (l.count == 0) return open;
+  undecided_rows<<<blocks(l.count), kThreads>>>(l);
+  check(cudaGetLastError(), "undecided_rows launch");
+  check(cudaMemcpy(open.data(), l.open, open.size(), cudaMemcpyDeviceToHost), "cudaMemcpy (undecided rows)");
+  return open;
+}
+
+VerdictSummary DeviceRows::summarize(const RowModel& model, const std::vector<uint8_t>& skip) {
+  Launch l = impl_->launch(model);
+  VerdictSummary out;
+  if (l.count == 0) return out;
+  l.skip = impl_->arena.upload(skip.data(), skip.size());
+  judge_rows<<<blocks(l.count), kThreads>>>(l);
+  check(cudaGetLastError(), "judge_rows launch");
+  worst_row<<<blocks(l.count), kThreads>>>(l);
+  check(cudaGetLastError(), "worst_row launch");
+  DeviceSummary s;
+  check(cudaMemcpy(&s, l.sum, sizeof s, cudaMemcpyDeviceToHost), "cudaMemcpy (summary)");
+  out.elements = int64_t(s.elements);
+  out.failing = int64_t(s.failing);
+  out.max_over_bound = double_of_bits(s.max_over_bound);
+  out.max_abs_error = double_of_bits(s.max_abs_error);
+  out.worst_row = s.worst_row == kNone ? kNoRow : int64_t(s.worst_row);
+  for (int c = 0; c < kVerdictClasses; ++c)
+    out.first_row[size_t(c)] = s.first_row[c] == kNone ? kNoRow : int64_t(s.first_row[c]);
+  to_series(s.o, out.o_stats);
+  to_series(s.lse, out.lse_stats);
+  return out;
+}
+
+}  // namespace afz::gpu_verdict
