@@ -75,7 +75,10 @@ inline void loosen(OracleResult& r) {
 // small cases and two plants (none, and a NaN among escalated rows' peers).
 inline constexpr int64_t kEscalationMaxWork = int64_t(1) << 14;
 inline constexpr Plant kEscalationPlants[] = {Plant::None, Plant::NaN};
-// A few rows of each case: edges at tiles of 4, and a seeded sample.
+// A few rows of each case: edges at tiles of 4, and a seeded sample; the
+// escalation tier is set up per case whatever the number of rows, so the
+// cases stay small.
+inline constexpr int64_t kSampledMaxWork = int64_t(1) << 17;
 inline constexpr RowSampling kSampling{5, 4, 7};
 
 inline void expect_equals_judge(const VerdictUnderTest& under_test, const afz_kernel& k, const Materialized& m,
@@ -87,6 +90,45 @@ inline void expect_equals_judge(const VerdictUnderTest& under_test, const afz_ke
   const Verdict got = under_test(k, m, got_r, escalate, sampling);
   expect_same_verdict(got, want, what);
   *escalated += got.escalated_rows > 0;
+}
+
+// A case whose rows tie: q = 0 makes every score 0, so every query row of
+// a (b, h) sees the same keys with the same weights and a kernel gives each
+// the same output and the same error / bound.  The worst element and the
+// detail line must then be the first row's (judge()'s order).
+inline Case tied_rows_case() {
+  Case c;
+  c.batch = 2;
+  c.heads_q = c.heads_kv = 2;
+  c.seqlens_q = {9, 5};
+  c.seqlens_k = {40, 7};
+  c.head_dim = c.head_dim_v = 16;
+  c.in_dtype = c.out_dtype = AFZ_BF16;
+  c.values_q = {"few_rows", 0};  // every row dropped: zeros
+  c.seed = 3;
+  return c;
+}
+
+// Each CPU kernel and mutant on the tied case: check(kernel, m, r, name),
+// and how many of them put a nonzero worst element in the first row (so
+// that ties were there to break).
+inline int tied_rows_at_first_row(const std::function<void(const afz_kernel&, const Materialized&, const OracleResult&,
+                                                           const std::string&)>& check) {
+  const auto fast = make_fast_oracle();
+  Materialized m(tied_rows_case());
+  const OracleResult r = fast->compute(m.problem());
+  int first = 0;
+  const KernelRegistry reg = KernelRegistry::with_builtins();
+  for (const KernelEntry& e : reg.entries()) {
+    if ((e.kernel->caps.flags & AFZ_CAP_GPU) || e.origin == "faulty") continue;
+    m.poison_outputs();
+    if (run_kernel(*e.kernel, m, false, 60).status != RunStatus::Ok) continue;
+    check(*e.kernel, m, r, e.kernel->name);
+    OracleResult copy = r;
+    const Verdict v = judge(*e.kernel, m, copy, nullptr);
+    first += v.worst.valid && v.worst.over_bound > 0 && v.worst.i == 0;
+  }
+  return first;
 }
 
 // For each generated case (up to `max_work`) the oracle `primary` can

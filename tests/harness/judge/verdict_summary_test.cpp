@@ -16,8 +16,8 @@ namespace afz {
 namespace {
 
 constexpr uint64_t kSeed = 1516;
-constexpr int kCases = 16;
-constexpr int64_t kMaxWork = int64_t(1) << 18;  // MPFR escalates whole rows of these on the CPU
+constexpr int kCases = 40;
+constexpr int64_t kMaxWork = int64_t(1) << 21;  // a few seconds for every kernel and plant, judged twice
 // The verdict under test: the rows judged by HostRowJudge.
 void expect_host_rows_equal_judge(const afz_kernel& k, const Materialized& m, const OracleResult& r,
                                   const Oracle* escalate, const RowSampling& sampling, bool loosen,
@@ -62,13 +62,24 @@ TEST(VerdictSummary, SampledRowsGiveJudgesVerdict) {
   const auto precise = make_escalation_oracle();
   int escalated = 0, sampled = 0;
   testing::for_each_judged_case(
-      *fast, kSeed + 1, kCases, kMaxWork, testing::kPlants,
+      *fast, kSeed + 1, kCases, testing::kSampledMaxWork, testing::kPlants,
       [&](const afz_kernel& k, const Materialized& m, const OracleResult& r, const std::string& what) {
         expect_host_rows_equal_judge(k, m, r, precise.get(), testing::kSampling, true, what + " sampled", &escalated);
         sampled += checked_rows(m.problem(), testing::kSampling, nullptr).size() < size_t(r.rows());
       });
   EXPECT_GT(sampled, 0);
   EXPECT_GT(escalated, 0);
+}
+
+TEST(VerdictSummary, TiedRowsGiveTheFirstRowAsJudgeDoes) {
+  const auto precise = make_escalation_oracle();
+  int escalated = 0;
+  const int first = testing::tied_rows_at_first_row(
+      [&](const afz_kernel& k, const Materialized& m, const OracleResult& r, const std::string& what) {
+        expect_host_rows_equal_judge(k, m, r, nullptr, {}, false, what, &escalated);
+        expect_host_rows_equal_judge(k, m, r, precise.get(), {}, true, what + " escalated", &escalated);
+      });
+  EXPECT_GT(first, 0);
 }
 
 // The bit steps the device runs (dtype.h, bits_steps): over every fp16 and

@@ -76,7 +76,7 @@ TEST(GpuVerdict, EqualsJudgeOnSampledRows) {
   const auto precise = make_escalation_oracle();
   int escalated = 0, sampled = 0;
   testing::for_each_judged_case(
-      *fast, kSeed + 2, kCases, kMaxWork, testing::kPlants,
+      *fast, kSeed + 2, kCases, testing::kSampledMaxWork, testing::kPlants,
       [&](const afz_kernel& k, const Materialized& m, const OracleResult& r, const std::string& what) {
         testing::expect_equals_judge(on_gpu, k, m, r, precise.get(), testing::kSampling, true, what + " sampled",
                                      &escalated);
@@ -84,6 +84,18 @@ TEST(GpuVerdict, EqualsJudgeOnSampledRows) {
       });
   EXPECT_GT(sampled, 0);
   EXPECT_GT(escalated, 0);
+}
+
+TEST(GpuVerdict, TiedRowsGiveTheFirstRowAsJudgeDoes) {
+  GPU_OR_SKIP();
+  const auto precise = make_escalation_oracle();
+  int escalated = 0;
+  const int first = testing::tied_rows_at_first_row(
+      [&](const afz_kernel& k, const Materialized& m, const OracleResult& r, const std::string& what) {
+        testing::expect_equals_judge(on_gpu, k, m, r, nullptr, {}, false, what, &escalated);
+        testing::expect_equals_judge(on_gpu, k, m, r, precise.get(), {}, true, what + " escalated", &escalated);
+      });
+  EXPECT_GT(first, 0);
 }
 
 // The configuration --oracle gpu runs: the GPU tier's result, the Runner's
