@@ -76,28 +76,38 @@ __device__ void max_bits(ull* at, double x) { atomicMax(at, bits_of_double(x)); 
 // atomic per element on one address would serialize the whole grid).  No
 // over or ulps is NaN (the bound is positive or the ratio is 0 or inf, the
 // ulp positive, the error finite), so max_kept equals ErrorSeries' max_of.
+static_assert(kVerdictClasses <= 32, "DeviceSink::raised holds one bit per class");
+
+// Likewise the classes a row raised: one atomicMin per class and row, not
+// per element (a kernel wrong everywhere raises on every element).
 struct DeviceSink {
   const Launch& l;
   BlockBins& bins;
+  int64_t result_row;
   double row_max = 0, max_abs_error = 0;
   double series_over[2] = {}, series_ulps[2] = {};
+  ull series_elements[2] = {};
+  unsigned raised = 0;  // bit c: class c
   bool tracked = false;
 
-  __device__ void raise(const verdict_steps::Event& e) { atomicMin(&l.sum->first_row[int(e.cls)], ull(e.row)); }
+  __device__ void raise(const verdict_steps::Event& e) { raised |= 1u << int(e.cls); }
   __device__ void track(const verdict_steps::Tracked& t) {
     max_abs_error = verdict_steps::max_kept(max_abs_error, t.err);
     row_max = verdict_steps::max_kept(row_max, t.over);  // NaN dropped, as std::max does on the host
     tracked = true;
   }
   __device__ void element(int series, double over, double ulps) {
-    atomicAdd(&bins.elements[series], 1ull);
+    ++series_elements[series];
     atomicAdd(&bins.over_bound[series][l.error_axis.index(over)], 1ull);
     atomicAdd(&bins.ulps[series][l.error_axis.index(ulps)], 1ull);
     series_over[series] = verdict_steps::max_kept(series_over[series], over);
     series_ulps[series] = verdict_steps::max_kept(series_ulps[series], ulps);
   }
   __device__ void end_row() {
+    for (int c = 0; c < kVerdictClasses; ++c)
+      if (raised & (1u << c)) atomicMin(&l.sum->first_row[c], ull(result_row));
     for (int s = 0; s < 2; ++s) {
+      if (series_elements[s]) atomicAdd(&bins.elements[s], series_elements[s]);
       DeviceSeries& to = s == 0 ? l.sum->o : l.sum->lse;
       if (series_over[s] > 0) max_bits(&to.max_over_bound, series_over[s]);
       if (series_ulps[s] > 0) max_bits(&to.max_ulps, series_ulps[s]);
@@ -107,7 +117,7 @@ struct DeviceSink {
       max_bits(&l.sum->max_abs_error, max_abs_error);
     }
   }
-  __device__ void row(DeviceSeries& s, double over, int key_bin, double max_abs_score) {
+  __device__ void add_row(DeviceSeries& s, double over, int key_bin, double max_abs_score) {
     atomicAdd(&s.rows, 1ull);
     const int e = l.error_axis.index(over);
     if (key_bin >= 0 && key_bin < kKeyPositionBins) {
@@ -120,8 +130,8 @@ struct DeviceSink {
   }
   __device__ void o_element(double over, double ulps) { element(0, over, ulps); }
   __device__ void lse_element(double over, double ulps) { element(1, over, ulps); }
-  __device__ void o_row(double over, int key_bin, double m) { row(l.sum->o, over, key_bin, m); }
-  __device__ void lse_row(double over, int key_bin, double m) { row(l.sum->lse, over, key_bin, m); }
+  __device__ void o_row(double over, int key_bin, double m) { add_row(l.sum->o, over, key_bin, m); }
+  __device__ void lse_row(double over, int key_bin, double m) { add_row(l.sum->lse, over, key_bin, m); }
 };
 
 __device__ const bound_steps::RowFactors* factors_at(const Launch& l, int64_t n) {
@@ -144,7 +154,7 @@ __global__ void __launch_bounds__(kThreads) judge_rows(Launch l) {
   const int64_t n = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (n < l.count && !l.skip[n]) {
     const int64_t r = l.rows[n];
-    DeviceSink sink{l, bins};
+    DeviceSink sink{l, bins, r};
     const verdict_steps::RowCounts c = l.in.ref.empty[r] ? verdict_steps::masked_row(l.in, r, sink)
                                                          : verdict_steps::row(l.in, r, factors_at(l, n), sink);
     atomicAdd(&block_elements, ull(c.elements));
