@@ -12,6 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "harness/run/runner.h"
 #include "tests/harness/judge/verdict_cases.h"
 
@@ -137,11 +140,22 @@ TEST(GpuVerdict, RunnerWithTheGpuTierEqualsJudge) {
   EXPECT_GT(judged, 0);
 }
 
-// Runs everywhere: the answer is a verdict or a one-line reason, never a crash.
+// Runs everywhere: the answer is a verdict or a one-line reason, never a
+// crash, and without an answer r is left as it was (the CPU judge follows).
 TEST(GpuVerdict, WithoutADeviceSaysWhyInOneLine) {
-  const std::string why = no_device();
-  if (why.empty()) GTEST_SKIP() << "a device is present";
+  if (no_device().empty()) GTEST_SKIP() << "a device is present";
+  const Materialized m(testing::tied_rows_case());
+  const auto fast = make_fast_oracle();
+  OracleResult r = fast->compute(m.problem());
+  const std::vector<DD> before = r.o;
+  const KernelRegistry reg = KernelRegistry::with_builtins();
+  const afz_kernel& k = *reg.entries().front().kernel;
+  std::string why;
+  EXPECT_FALSE(judge_on_gpu(k, m, r, make_escalation_oracle().get(), {}, &why).has_value());
+  EXPECT_FALSE(why.empty());
   EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), r.o.begin(),
+                         [](const DD& a, const DD& b) { return a.hi == b.hi && a.lo == b.lo; }));
 }
 
 }  // namespace
