@@ -1,6 +1,7 @@
 #include "harness/judge/gpu_verdict.h"
 
 #include <stdexcept>
+#include <string>
 
 namespace afz {
 
@@ -13,7 +14,7 @@ std::optional<Verdict> judge_on_gpu(const afz_kernel& k, const Materialized& m, 
   } catch (const std::runtime_error& e) {
     // A device error: escalated rows already in r are recomputed alike by
     // the CPU judge, so falling back changes nothing but the time.
-    if (why) *why = e.what();
+    if (why) *why = std::string("gpu verdict: ") + e.what();
     return std::nullopt;
   }
 }
