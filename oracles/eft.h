@@ -12,11 +12,7 @@
 
 // The same code runs on the host and, compiled by nvcc, on the GPU
 // (oracles/gpu): there --fmad=false keeps every operation as written.
-#if defined(__CUDACC__)
-#define AFZ_HOST_DEVICE __host__ __device__
-#else
-#define AFZ_HOST_DEVICE
-#endif
+#include "kernels/abi/host_device.h"
 
 namespace afz::eft {
 

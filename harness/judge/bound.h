@@ -40,6 +40,7 @@
 // the final addition cost u_s (|ln l| + |LSE|) each, doubled for the
 // conversion to the stored fp32.
 #pragma once
+#include "harness/judge/bound_steps.h"
 #include "kernels/abi/attnfuzz_kernel.h"
 
 namespace afz {
@@ -51,30 +52,24 @@ struct RowTerms {        // from the oracle, per row
   double ln_l;           // ln l (>= 0)
 };
 
-struct ElementTerms {    // from the oracle, per element
-  double o;              // exact value
-  double cond;           // W
-  double cond_score;     // WS
-  double cond_tiny;      // sum |v_j| / l
-};
-
 class ErrorBound {
  public:
   ErrorBound(const afz_precision& prec, afz_dtype in_dtype, afz_dtype out_dtype, int head_dim);
   // Per-row factors; call before element() for that row.  Returns false when
   // the declared precision cannot resolve the row at all (score errors of
-  // order one: outside the model, not a kernel bug).
+  // order one: outside the model, not a kernel bug).  The only libm calls
+  // (expm1) are here, on the host: the GPU verdict receives the factors.
   bool begin_row(const RowTerms& r);
-  double element(const ElementTerms& e) const;
-  double lse(double lse_value) const;
+  double element(const ElementTerms& e) const { return bound_steps::element(model_, row_, e); }
+  double lse(double lse_value) const { return bound_steps::lse(model_, row_, lse_value); }
+
+  const bound_steps::Model& model() const { return model_; }
+  const bound_steps::RowFactors& row_factors() const { return row_; }
 
  private:
   double gamma(double n, double u) const { return n * u / (1 - n * u); }
-  double u_s_, u_p_, u_acc_, eta_, eta_acc_, c_s_, e_p_, e_l_, e_num_;
-  double underflow_acc_ = 0;
-  afz_dtype out_;
-  RowTerms row_{};
-  double weights_slack_ = 1, gamma_n_ = 0;
+  bound_steps::Model model_{};
+  bound_steps::RowFactors row_{};
 };
 
 }  // namespace afz

@@ -6,15 +6,6 @@
 
 namespace afz {
 
-int LogAxis::index(double x) const {
-  if (x == 0) return 0;
-  // NaN and +inf land in the top bin: "off the scale" (a zero bound with a
-  // nonzero error is infinitely many bounds away).
-  if (!(x < std::ldexp(1.0, hi_exp))) return bins() - 1;
-  if (x < std::ldexp(1.0, lo_exp)) return 1;
-  return 2 + (std::ilogb(x) - lo_exp);
-}
-
 double LogAxis::lower(int bin) const {
   if (bin <= 0) return 0;
   if (bin == 1) return std::numeric_limits<double>::denorm_min();
@@ -33,13 +24,6 @@ double LogAxis::center(int bin) const {
   if (bin == 1) return std::ldexp(1.0, lo_exp - 1);
   if (bin == bins() - 1) return std::ldexp(1.0, hi_exp) * std::sqrt(2.0);
   return lower(bin) * std::sqrt(2.0);
-}
-
-int key_position_bin(int ordinal, int visible_keys) {
-  if (visible_keys <= 0 || ordinal < 0 || ordinal >= visible_keys) return -1;
-  // floor(B (ordinal + 1/2) / N) in integers: (2 B ordinal + B) / (2 N).
-  const int64_t b = (2 * int64_t(kKeyPositionBins) * ordinal + kKeyPositionBins) / (2 * int64_t(visible_keys));
-  return int(std::min<int64_t>(b, kKeyPositionBins - 1));
 }
 
 void ErrorSeries::allocate_rows() {

@@ -18,8 +18,11 @@
 // have a size; the verdict classes count them.
 #pragma once
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <vector>
+
+#include "kernels/abi/host_device.h"
 
 namespace afz {
 
@@ -29,8 +32,17 @@ namespace afz {
 // exact (ilogb), identical on every machine.
 struct LogAxis {
   int lo_exp, hi_exp;
-  constexpr int bins() const { return hi_exp - lo_exp + 3; }
-  int index(double x) const;
+  AFZ_HOST_DEVICE constexpr int bins() const { return hi_exp - lo_exp + 3; }
+  // Host and device (the GPU verdict bins on the device): ldexp and ilogb
+  // are exact, so both sides pick the same bin.
+  AFZ_HOST_DEVICE int index(double x) const {
+    if (x == 0) return 0;
+    // NaN and +inf land in the top bin: "off the scale" (a zero bound with a
+    // nonzero error is infinitely many bounds away).
+    if (!(x < ldexp(1.0, hi_exp))) return bins() - 1;
+    if (x < ldexp(1.0, lo_exp)) return 1;
+    return 2 + (ilogb(x) - lo_exp);
+  }
   double lower(int bin) const;  // 0 for the zero bin
   double upper(int bin) const;  // +inf for the last bin
   // Where a plot puts the bin: the geometric middle of its edges (the
@@ -50,7 +62,12 @@ inline constexpr int kScoreBins = kScoreAxis.bins();
 // floor(16 (ordinal + 1/2) / N), so the first key of a long row is bin 0
 // and the last is bin 15.
 inline constexpr int kKeyPositionBins = 16;
-int key_position_bin(int ordinal, int visible_keys);
+AFZ_HOST_DEVICE inline int key_position_bin(int ordinal, int visible_keys) {
+  if (visible_keys <= 0 || ordinal < 0 || ordinal >= visible_keys) return -1;
+  // floor(B (ordinal + 1/2) / N) in integers: (2 B ordinal + B) / (2 N).
+  const int64_t b = (2 * int64_t(kKeyPositionBins) * ordinal + kKeyPositionBins) / (2 * int64_t(visible_keys));
+  return int(b < kKeyPositionBins - 1 ? b : kKeyPositionBins - 1);
+}
 
 struct ErrorSeries {
   int64_t elements = 0;  // judged elements

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "harness/judge/bound.h"
+#include "harness/judge/verdict_inputs.h"
+#include "harness/judge/verdict_steps.h"
 #include "kernels/abi/dtype.h"
 
 namespace afz {
@@ -41,215 +43,118 @@ std::string WorstElement::format() const {
 
 namespace {
 
+std::string where(const verdict_steps::Where& w) { return fmt::format("b={} h={} i={}", w.b, w.h, w.i); }
+
+// The detail line of each event (an LSE's value is the kernel's float).
+std::string describe(const verdict_steps::Event& e, const afz_kernel& k) {
+  using verdict_steps::What;
+  const float l = float(e.kernel);
+  switch (e.what) {
+    case What::MaskedRowUnwritten: return "fully masked row not written at " + where(e.w);
+    case What::MaskedRowConvention:
+      return fmt::format("fully masked row {} gives o[{}] = {:a}, convention says {}", where(e.w), e.x, e.kernel,
+                         k.conventions.masked_row_output == AFZ_MASKED_ROW_NAN ? "NaN" : "0");
+    case What::MaskedLseUnwritten: return "LSE of fully masked row not written at " + where(e.w);
+    case What::MaskedLseConvention: return fmt::format("fully masked row {} gives lse = {:a}", where(e.w), l);
+    case What::Unwritten: return fmt::format("o[{} d={}] never written", where(e.w), e.x);
+    case What::NanInf: return fmt::format("o[{} d={}] = {} where the oracle gives {:a}", where(e.w), e.x, e.kernel, e.oracle);
+    case What::Beyond: return fmt::format("o[{} d={}] beyond its bound", where(e.w), e.x);
+    case What::LseUnwritten: return "lse[" + where(e.w) + "] never written";
+    case What::LseNanInf: return fmt::format("lse[{}] = {} where the oracle gives {:a}", where(e.w), l, e.oracle);
+    case What::LseLog2: return fmt::format("lse[{}] is in log2 (base-2 convention), the ABI asks for ln", where(e.w));
+    case What::LseBeyond: return fmt::format("lse[{}] beyond its bound", where(e.w));
+  }
+  return "?";
+}
+
+// The CPU's sink for verdict_steps: the detail line of the first element
+// that raised the most severe class, the worst element, the statistics.
 struct Judge {
   const afz_kernel& k;
-  const Materialized& m;
-  const afz_problem& p;
   Verdict v;
 
-  void raise(VerdictClass c, const std::string& why) {
-    if (int(c) > int(v.cls)) {
-      v.cls = c;
-      v.detail = why;
+  void raise(const verdict_steps::Event& e) {
+    if (int(e.cls) > int(v.cls)) {
+      v.cls = e.cls;
+      v.detail = describe(e, k);
     }
   }
-
-  // Returns the element's error / bound.
-  double track(bool is_lse, int b, int h, int i, int x, double kv, double ov, double err, double bound, afz_dtype t) {
-    const double over = bound > 0 ? err / bound : (err > 0 ? std::numeric_limits<double>::infinity() : 0);
-    v.max_abs_error = std::max(v.max_abs_error, err);
-    if (!v.worst.valid || over > v.worst.over_bound) {
-      v.worst = {true, is_lse, b, h, i, x, kv, ov, err, bound, err / ulp(t, ov), over};
-    }
-    v.max_over_bound = std::max(v.max_over_bound, over);
-    return over;
+  void track(const verdict_steps::Tracked& t) {
+    v.max_abs_error = std::max(v.max_abs_error, t.err);
+    if (!v.worst.valid || t.over > v.worst.over_bound)
+      v.worst = {true, t.is_lse, t.w.b, t.w.h, t.w.i, t.x, t.kernel, t.oracle, t.err, t.bound,
+                 t.err / ulp(t.dtype, t.oracle), t.over};
+    v.max_over_bound = std::max(v.max_over_bound, t.over);
   }
+  void o_element(double over, double ulps) { v.o_stats.add_element(over, ulps); }
+  void o_row(double over, int key_bin, double max_abs_score) { v.o_stats.add_row(over, key_bin, max_abs_score); }
+  void lse_element(double over, double ulps) { v.lse_stats.add_element(over, ulps); }
+  void lse_row(double over, int key_bin, double max_abs_score) { v.lse_stats.add_row(over, key_bin, max_abs_score); }
 
-  static std::string where(int b, int h, int i) { return fmt::format("b={} h={} i={}", b, h, i); }
-
-  void empty_row(int b, int h, int i) {
-    for (int x = 0; x < p.head_dim_v; ++x) {
-      ++v.elements;
-      const double o = m.o_at(b, h, i, x);
-      if (m.o_bits_at(b, h, i, x) == output_poison_bits(p.o.dtype)) {
-        ++v.failing;
-        raise(VerdictClass::Unwritten, "fully masked row not written at " + where(b, h, i));
-        continue;
-      }
-      const bool want_nan = k.conventions.masked_row_output == AFZ_MASKED_ROW_NAN;
-      const bool ok = want_nan ? std::isnan(o) : o == 0.0;
-      if (!ok) {
-        ++v.failing;
-        raise(VerdictClass::SemanticMismatch,
-              fmt::format("fully masked row {} gives o[{}] = {:a}, convention says {}", where(b, h, i), x, o,
-                          want_nan ? "NaN" : "0"));
-      }
+  void judge_row(const verdict_steps::Inputs& in, const afz_problem& p, const OracleResult& r, ErrorBound& eb,
+                 int64_t ri) {
+    verdict_steps::RowCounts n;
+    if (r.empty[ri]) {
+      n = verdict_steps::masked_row(in, ri, *this);
+    } else {
+      const bool modelled = eb.begin_row(row_terms(p, r, ri));
+      n = verdict_steps::row(in, ri, modelled ? &eb.row_factors() : nullptr, *this);
     }
-    if (!p.lse || !(k.caps.flags & AFZ_CAP_LSE)) return;
-    const float l = m.lse_at(b, h, i);
-    if (bits_of(l) == kPoisonF32) {
-      raise(VerdictClass::Unwritten, "LSE of fully masked row not written at " + where(b, h, i));
-      return;
-    }
-    bool ok = false;
-    switch (k.conventions.empty_lse) {
-      case AFZ_EMPTY_LSE_NEG_INF: ok = std::isinf(l) && l < 0; break;
-      case AFZ_EMPTY_LSE_POS_INF: ok = std::isinf(l) && l > 0; break;
-      case AFZ_EMPTY_LSE_NAN: ok = std::isnan(l); break;
-      case AFZ_EMPTY_LSE_ZERO: ok = l == 0; break;
-    }
-    if (!ok) raise(VerdictClass::SemanticMismatch, fmt::format("fully masked row {} gives lse = {:a}", where(b, h, i), l));
-  }
-
-  // Whether the oracle's own error (o_err, lse_err) lets every element of
-  // the row be judged: pass needs err + oerr <= bound, fail err - oerr > bound.
-  static bool decidable(const Materialized& m, const afz_kernel& k, int b, int h, int i, const OracleResult& r,
-                        ErrorBound& eb) {
-    const afz_problem& p = m.problem();
-    const int64_t ri = r.row_index(b, h, i);
-    if (r.o_err.empty() || !eb.begin_row(row_terms(p, r, ri, b))) return true;
-    auto open = [](double err, double oerr, double bound) { return err - oerr <= bound && err + oerr > bound; };
-    for (int x = 0; x < p.head_dim_v; ++x) {
-      const int64_t e = ri * r.dv + x;
-      const double ov = r.o[e].hi + r.o[e].lo, kv = m.o_at(b, h, i, x);
-      if (!std::isfinite(kv)) continue;
-      if (open(std::fabs(kv - ov), r.o_err[e], eb.element({ov, r.cond[e], r.cond_score[e], r.cond_tiny[e]})))
-        return false;
-    }
-    if (p.lse && (k.caps.flags & AFZ_CAP_LSE) && !r.lse_err.empty()) {
-      const double kl = m.lse_at(b, h, i), exact = r.lse[ri].hi;
-      if (std::isfinite(kl) && open(std::fabs(kl - exact), r.lse_err[ri], eb.lse(exact))) return false;
-    }
-    return true;
-  }
-
-  static RowTerms row_terms(const afz_problem& p, const OracleResult& r, int64_t ri, int b) {
-    const int n = r.visible_keys.empty() ? p.seqlens_k[b] : r.visible_keys[ri];
-    const double max_sigma = r.max_sigma.empty() ? r.max_abs_score[ri] : r.max_sigma[ri];
-    // ln l <= ln N: l sums N terms each at most 1.
-    return {n, r.lse_cond_score[ri], max_sigma, std::log(double(std::max(n, 1)))};
-  }
-
-  // Where the row's largest score sits among its visible keys, for the
-  // error-vs-key-position statistics (-1: the oracle did not say).
-  static int key_bin(const OracleResult& r, int64_t ri) {
-    if (r.max_key.empty() || r.visible_keys.empty()) return -1;
-    return key_position_bin(r.max_key[ri], r.visible_keys[ri]);
-  }
-
-  void row(int b, int h, int i, const OracleResult& r, ErrorBound& eb) {
-    const int64_t ri = r.row_index(b, h, i);
-    const double lse_exact = r.lse[ri].hi;
-    if (!eb.begin_row(row_terms(p, r, ri, b))) return;  // outside the declared precision model
-    double row_over = 0;
-    bool judged = false;
-    // Ulps at the row's scale, its largest exact |o|: an element whose exact
-    // value is near zero is judged against a bound set by the row (the sum
-    // of w|v| it came from), so ulps at its own tiny value would call a
-    // correct kernel billions of ulps off.
-    double row_scale = 0;
-    for (int x = 0; x < p.head_dim_v; ++x) {
-      const int64_t e = ri * r.dv + x;
-      row_scale = std::max(row_scale, std::fabs(r.o[e].hi + r.o[e].lo));
-    }
-    for (int x = 0; x < p.head_dim_v; ++x) {
-      const int64_t e = ri * r.dv + x;
-      const double ov = r.o[e].hi + r.o[e].lo;
-      const double kv = m.o_at(b, h, i, x);
-      ++v.elements;
-      if (m.o_bits_at(b, h, i, x) == output_poison_bits(p.o.dtype)) {
-        ++v.failing;
-        raise(VerdictClass::Unwritten, fmt::format("o[{} d={}] never written", where(b, h, i), x));
-        continue;
-      }
-      if (!std::isfinite(kv)) {
-        ++v.failing;
-        raise(VerdictClass::NanInf, fmt::format("o[{} d={}] = {} where the oracle gives {:a}", where(b, h, i), x, kv, ov));
-        continue;
-      }
-      const double bound = eb.element({ov, r.cond[e], r.cond_score[e], r.cond_tiny[e]});
-      const double err = std::fabs(kv - ov);
-      const double oerr = r.o_err.empty() ? 0.0 : r.o_err[e];
-      const double over = track(false, b, h, i, x, kv, ov, err, bound, p.o.dtype);
-      v.o_stats.add_element(over, err / ulp(p.o.dtype, row_scale));
-      row_over = std::max(row_over, over);
-      judged = true;
-      if (err - oerr > bound) {
-        ++v.failing;
-        raise(VerdictClass::NumericMismatch, fmt::format("o[{} d={}] beyond its bound", where(b, h, i), x));
-      }
-    }
-    if (judged) v.o_stats.add_row(row_over, key_bin(r, ri), r.max_abs_score[ri]);
-    if (p.lse && (k.caps.flags & AFZ_CAP_LSE)) lse(b, h, i, lse_exact, eb, r, ri);
-  }
-
-  void lse(int b, int h, int i, double exact, const ErrorBound& eb, const OracleResult& r, int64_t ri) {
-    const float kl = m.lse_at(b, h, i);
-    if (bits_of(kl) == kPoisonF32) {
-      raise(VerdictClass::Unwritten, "lse[" + where(b, h, i) + "] never written");
-      return;
-    }
-    if (!std::isfinite(kl)) {
-      raise(VerdictClass::NanInf, fmt::format("lse[{}] = {} where the oracle gives {:a}", where(b, h, i), kl, exact));
-      return;
-    }
-    const double bound = eb.lse(exact);
-    const double err = std::fabs(double(kl) - exact);
-    const double oerr = r.lse_err.empty() ? 0.0 : r.lse_err[ri];
-    const double over = track(true, b, h, i, 0, kl, exact, err, bound, AFZ_F32);
-    // The LSE is m + ln l: its scale is the row's largest |score| as much as its own value.
-    v.lse_stats.add_element(over, err / ulp(AFZ_F32, std::max(std::fabs(exact), r.max_abs_score[ri])));
-    v.lse_stats.add_row(over, key_bin(r, ri), r.max_abs_score[ri]);
-    if (err - oerr <= bound) return;
-    // Name the convention a wrong LSE follows, when it follows one.
-    constexpr double kLog2e = 0x1.71547652b82fep0;
-    std::string why = fmt::format("lse[{}] beyond its bound", where(b, h, i));
-    if (std::fabs(double(kl) - exact * kLog2e) <= bound * kLog2e) {
-      why = fmt::format("lse[{}] is in log2 (base-2 convention), the ABI asks for ln", where(b, h, i));
-      raise(VerdictClass::SemanticMismatch, why);
-      return;
-    }
-    raise(VerdictClass::NumericMismatch, why);
+    v.elements += n.elements;
+    v.failing += n.failing;
   }
 };
 
 }  // namespace
 
+Verdict judge_rows(const afz_kernel& k, const Materialized& m, const OracleResult& r, const std::vector<int64_t>& rows) {
+  const afz_problem& p = m.problem();
+  Judge j{k, {}};
+  j.v.o_dtype = p.o.dtype;
+  ErrorBound eb(k.precision, p.q.dtype, p.o.dtype, p.head_dim);
+  const verdict_steps::Inputs in = host_inputs(k, m, r, eb.model());
+  for (int64_t ri : rows) j.judge_row(in, p, r, eb, ri);
+  return j.v;
+}
+
+std::vector<int64_t> undecided_rows(const afz_kernel& k, const Materialized& m, const OracleResult& r,
+                                    const std::vector<int64_t>& rows) {
+  const afz_problem& p = m.problem();
+  ErrorBound eb(k.precision, p.q.dtype, p.o.dtype, p.head_dim);
+  const verdict_steps::Inputs in = host_inputs(k, m, r, eb.model());
+  std::vector<int64_t> undecided;
+  for (int64_t ri : rows) {
+    if (r.empty[ri]) continue;
+    const bool modelled = eb.begin_row(row_terms(p, r, ri));
+    if (!verdict_steps::decidable(in, ri, modelled ? &eb.row_factors() : nullptr)) undecided.push_back(ri);
+  }
+  return undecided;
+}
+
 Verdict judge(const afz_kernel& k, const Materialized& m, OracleResult& r, const Oracle* escalate,
               const RowSampling& sampling) {
-  const afz_problem& p = m.problem();
-  Judge j{k, m, p, {}};
-  j.v.o_dtype = p.o.dtype;
-  const std::vector<int64_t> rows = checked_rows(p, sampling, &j.v.coverage);
-  auto coordinates = [&](int64_t ri, int& b, int& h, int& i) {
-    i = int(ri % p.max_seqlen_q);
-    h = int(ri / p.max_seqlen_q % p.heads_q);
-    b = int(ri / p.max_seqlen_q / p.heads_q);
-  };
-  ErrorBound eb(k.precision, p.q.dtype, p.o.dtype, p.head_dim);
+  RowCoverage coverage;
+  const std::vector<int64_t> rows = checked_rows(m.problem(), sampling, &coverage);
   // Ziv's strategy: rows the fast tier's own error leaves undecided are
-  // recomputed at high precision before anything is judged.
+  // recomputed at high precision before anything is judged.  The precise
+  // tier writes its own (tiny, or +inf where it cannot resolve a score)
+  // bounds into o_err/lse_err: a row it cannot decide either is never
+  // called a failure.
   std::vector<int64_t> undecided;
-  int b, h, i;
   if (escalate && !r.o_err.empty()) {
-    for (int64_t ri : rows) {
-      coordinates(ri, b, h, i);
-      if (!r.empty[ri] && !Judge::decidable(m, k, b, h, i, r, eb)) undecided.push_back(ri);
-    }
-    // The precise tier writes its own (tiny, or +inf where it cannot
-    // resolve a score) bounds into o_err/lse_err: a row it cannot decide
-    // either is never called a failure.
-    if (!undecided.empty()) escalate->compute_rows(p, undecided, r);
+    undecided = undecided_rows(k, m, r, rows);
+    if (!undecided.empty()) escalate->compute_rows(m.problem(), undecided, r);
   }
-  for (int64_t ri : rows) {
-    coordinates(ri, b, h, i);
-    if (r.empty[ri]) j.empty_row(b, h, i);
-    else j.row(b, h, i, r, eb);
-  }
-  j.v.escalated_rows = int64_t(undecided.size());
+  Verdict v = judge_rows(k, m, r, rows);
+  v.escalated_rows = int64_t(undecided.size());
+  v.coverage = coverage;
+  note_coverage(v);
+  return v;
+}
+
+void note_coverage(Verdict& v) {
   // A sampled verdict says so wherever its line is shown (findings, reports).
-  if (j.v.coverage.sampled) j.v.detail += (j.v.detail.empty() ? "" : "; ") + j.v.coverage.describe();
-  return j.v;
+  if (v.coverage.sampled) v.detail += (v.detail.empty() ? "" : "; ") + v.coverage.describe();
 }
 
 }  // namespace afz

@@ -4,28 +4,17 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "harness/case/materialize.h"
 #include "harness/judge/error_stats.h"
 #include "harness/judge/row_sample.h"
+#include "harness/judge/verdict_class.h"
 #include "kernels/abi/attnfuzz_kernel.h"
 #include "oracles/oracle.h"
 
 namespace afz {
 
-// Ordered by severity: a case's class is the most severe one found.
-enum class VerdictClass {
-  Pass,
-  Unsupported,       // the kernel declined: never a failure
-  NumericMismatch,   // an element beyond its bound
-  NanInf,            // NaN or Inf where the oracle is finite
-  SemanticMismatch,  // masked row not per convention, LSE convention broken
-  Unwritten,         // poison survived in the output
-  OutOfBounds,       // wrote outside the valid output (padding, guards)
-  Nondeterministic,  // a second run differs bit-wise
-  Crash,             // the kernel reported an error, faulted or died
-  Hang,              // exceeded the per-case time limit
-};
 std::string_view verdict_name(VerdictClass c);
 bool is_failure(VerdictClass c);
 
@@ -72,5 +61,15 @@ inline constexpr std::array<std::string_view, 3> kGradientNames = {"dq", "dk", "
 // need hold only those); the verdict's coverage says which.
 Verdict judge(const afz_kernel& k, const Materialized& m, OracleResult& r, const Oracle* escalate,
               const RowSampling& sampling = {});
+
+// The steps judge() takes, for verdicts assembled elsewhere (gpu_verdict.h).
+// The rows (ascending result rows) among `rows` whose elements the oracle's
+// own error leaves undecided (to escalate).
+std::vector<int64_t> undecided_rows(const afz_kernel& k, const Materialized& m, const OracleResult& r,
+                                    const std::vector<int64_t>& rows);
+// The listed rows (ascending) judged as they stand: no escalation, no coverage.
+Verdict judge_rows(const afz_kernel& k, const Materialized& m, const OracleResult& r, const std::vector<int64_t>& rows);
+// Appends a sampled verdict's coverage to its detail line.
+void note_coverage(Verdict& v);
 
 }  // namespace afz

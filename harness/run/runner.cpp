@@ -1,9 +1,12 @@
 #include "harness/run/runner.h"
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
 
 #include "harness/case/generators.h"
+#include "harness/judge/gpu_verdict.h"
 #include "harness/run/case_budget.h"
 #include "harness/run/gpu/gpu_run.h"
 #include "kernels/registry.h"
@@ -57,6 +60,20 @@ KernelRun execute(const afz_kernel& k, Materialized& m, const RunOptions& o, std
   gpu::WorkerRun w = gpu::run_in_worker(k, m, o.timeout_s);
   if (out_of_bounds->empty()) *out_of_bounds = w.out_of_bounds;
   return w.run;
+}
+
+// judge(), on the GPU where the oracle tier is (gpu_verdict.h: the same
+// Verdict without the CPU's pass over every element), falling back to the
+// CPU with a one-line note on a device error.
+Verdict verdict(const afz_kernel& k, const Materialized& m, OracleResult& r, const RunOptions& o,
+                const Oracle* escalate) {
+  if (o.oracle == OracleTier::Gpu) {
+    std::string why;
+    if (std::optional<Verdict> v = judge_on_gpu(k, m, r, escalate, o.sampling, &why)) return *v;
+    static std::atomic<bool> noted{false};
+    if (!noted.exchange(true)) std::fprintf(stderr, "attnfuzz: judging on the CPU instead of the GPU: %s\n", why.c_str());
+  }
+  return judge(k, m, r, escalate, o.sampling);
 }
 
 }  // namespace
@@ -159,7 +176,7 @@ CaseOutcome Runner::run(const afz_kernel& k, Materialized& m, OracleResult* r, b
     out.timing.oracle = sw.seconds();
   }
   Stopwatch judge_time;
-  out.verdict = judge(k, m, *r, escalation_.get(), options_.sampling);
+  out.verdict = verdict(k, m, *r, options_, escalation_.get());
   out.timing.judge = judge_time.seconds();
   if (!out_of_bounds.empty() && int(out.verdict.cls) < int(VerdictClass::OutOfBounds)) {
     out.verdict.cls = VerdictClass::OutOfBounds;

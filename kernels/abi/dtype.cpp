@@ -5,8 +5,8 @@
 namespace afz {
 
 namespace {
-constexpr int kDoubleBias = 1023;
 constexpr uint64_t kDoubleMantMask = (uint64_t{1} << 52) - 1;
+using bits_steps::kDoubleBias;
 }  // namespace
 
 const FloatFormat& format_of(afz_dtype t) {
@@ -45,10 +45,7 @@ std::optional<afz_dtype> parse_dtype(std::string_view s) {
   return std::nullopt;
 }
 
-double exp2i(int k) {
-  if (k >= -1022) return double_of(uint64_t(k + kDoubleBias) << 52);
-  return double_of(uint64_t{1} << (k + 1074));  // subnormal
-}
+double exp2i(int k) { return bits_steps::pow2(k); }
 
 uint32_t round_bits_general(const FloatFormat& f, double x_hi, double x_lo) {
   const uint64_t xb = bits_of(x_hi);
@@ -107,25 +104,7 @@ uint32_t round_bits_general(const FloatFormat& f, double x_hi, double x_lo) {
   return sign_bit | (biased << (f.precision - 1)) | mant_field;
 }
 
-double decode_bits(const FloatFormat& f, uint32_t bits) {
-  const int field_bits = f.exponent_bits + f.precision - 1;
-  const bool neg = (bits >> field_bits) & 1;
-  const uint32_t exp_all_ones = (1u << f.exponent_bits) - 1;
-  const uint32_t biased = (bits >> (f.precision - 1)) & exp_all_ones;
-  const uint32_t implicit = 1u << (f.precision - 1);
-  const uint32_t mant = bits & (implicit - 1);
-  double v;
-  if (f.has_inf && biased == exp_all_ones) {
-    v = mant ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-  } else if (!f.has_inf && biased == exp_all_ones && mant == implicit - 1) {
-    v = std::numeric_limits<double>::quiet_NaN();
-  } else if (biased == 0) {
-    v = double(mant) * exp2i(f.min_exponent - (f.precision - 1));
-  } else {
-    v = double(mant | implicit) * exp2i(int(biased) - f.bias - (f.precision - 1));
-  }
-  return neg ? -v : v;
-}
+double decode_bits(const FloatFormat& f, uint32_t bits) { return bits_steps::decode(f, bits); }
 
 void store_bits(afz_dtype t, void* p, uint32_t bits) {
   switch (size_of(t)) {
@@ -169,11 +148,7 @@ double lowest_finite(afz_dtype t) { return -max_finite(t); }
 
 double ulp(afz_dtype t, double x) {
   const FloatFormat& f = format_of(t);
-  double a = x < 0 ? -x : x;
-  if (!(a < std::numeric_limits<double>::infinity())) return a;
-  if (a < exp2i(f.min_exponent)) return min_subnormal(t);
-  const int xexp = int((bits_of(a) >> 52) & 0x7ff) - kDoubleBias;
-  return exp2i(xexp - (f.precision - 1));
+  return bits_steps::ulp(f.precision, f.min_exponent, x);
 }
 
 uint32_t quiet_nan_bits(afz_dtype t) {

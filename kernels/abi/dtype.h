@@ -6,12 +6,14 @@
 // round-to-nearest-even straight from the source value; going through float
 // first (double -> float -> half) would round twice and is wrong on ties.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
 #include <optional>
 
 #include "kernels/abi/attnfuzz_kernel.h"
+#include "kernels/abi/host_device.h"
 
 namespace afz {
 
@@ -41,6 +43,64 @@ inline float float_of(uint32_t b) { float x; std::memcpy(&x, &b, 4); return x; }
 
 // 2^k exactly, for k in [-1074, 1023].
 double exp2i(int k);
+
+// What the host and the device (the GPU verdict) both run: bit operations
+// and exact products only, so both give the same doubles.
+namespace bits_steps {
+constexpr int kDoubleBias = 1023, kDoubleMantissaBits = 52;
+AFZ_HOST_DEVICE inline double double_from(uint64_t b) {
+#if defined(__CUDA_ARCH__)
+  return __longlong_as_double((long long)b);
+#else
+  double x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+#endif
+}
+AFZ_HOST_DEVICE inline uint64_t bits_from(double x) {
+#if defined(__CUDA_ARCH__)
+  return (uint64_t)__double_as_longlong(x);
+#else
+  uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+#endif
+}
+// exp2i.
+AFZ_HOST_DEVICE inline double pow2(int k) {
+  if (k >= 1 - kDoubleBias) return double_from(uint64_t(k + kDoubleBias) << kDoubleMantissaBits);
+  return double_from(uint64_t{1} << (k + 1074));  // subnormal
+}
+// decode_bits: a value of format f (passed by value: the device cannot
+// read the host's kF32 and friends) as a double.
+AFZ_HOST_DEVICE inline double decode(FloatFormat f, uint32_t bits) {
+  const int field_bits = f.exponent_bits + f.precision - 1;
+  const bool neg = (bits >> field_bits) & 1;
+  const uint32_t exp_all_ones = (1u << f.exponent_bits) - 1;
+  const uint32_t biased = (bits >> (f.precision - 1)) & exp_all_ones;
+  const uint32_t implicit = 1u << (f.precision - 1);
+  const uint32_t mant = bits & (implicit - 1);
+  double v;
+  if (f.has_inf && biased == exp_all_ones) {
+    v = mant ? double(NAN) : double(INFINITY);
+  } else if (!f.has_inf && biased == exp_all_ones && mant == implicit - 1) {
+    v = double(NAN);
+  } else if (biased == 0) {
+    v = double(mant) * pow2(f.min_exponent - (f.precision - 1));
+  } else {
+    v = double(mant | implicit) * pow2(int(biased) - f.bias - (f.precision - 1));
+  }
+  return neg ? -v : v;
+}
+// ulp() for a format of `precision` significand bits whose smallest normal
+// is 2^min_exponent.
+AFZ_HOST_DEVICE inline double ulp(int precision, int min_exponent, double x) {
+  const double a = x < 0 ? -x : x;
+  if (!(a <= 0x1.fffffffffffffp1023)) return a;  // inf and NaN give themselves
+  if (a < pow2(min_exponent)) return pow2(min_exponent - (precision - 1));
+  return pow2(int((bits_from(a) >> kDoubleMantissaBits) & 0x7ff) - kDoubleBias - (precision - 1));
+}
+}  // namespace bits_steps
 
 // Round x (or the double-double x_hi + x_lo, |x_lo| <= ulp(x_hi)/2) to the
 // nearest value of `f`, ties to even, returning the encoded bits.  x_lo only
@@ -108,6 +168,7 @@ void store_bits(afz_dtype t, void* p, uint32_t bits);
 // from zero in format f (the smallest subnormal step below the normals).
 double unit_roundoff(afz_dtype t);
 double ulp(afz_dtype t, double x);
+
 double max_finite(afz_dtype t);
 double lowest_finite(afz_dtype t);   // -max_finite
 double min_subnormal(afz_dtype t);

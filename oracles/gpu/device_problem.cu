@@ -13,16 +13,18 @@ void check(cudaError_t e, const char* what) {
                              cudaGetErrorString(e));
 }
 
-void* DeviceProblem::alloc(size_t bytes) {
+void* DeviceArena::alloc(size_t bytes) {
   void* p = nullptr;
   check(cudaMalloc(&p, std::max<size_t>(bytes, 1)), "cudaMalloc");
   owned_.push_back(p);
   return p;
 }
 
-// The copy spans every element the strides can address within `extent`
-// (negative strides included), so reads through the same offsets land in it.
-DeviceTensor DeviceProblem::upload(const afz_tensor& t, const int64_t (&extent)[4]) {
+DeviceArena::~DeviceArena() {
+  for (void* p : owned_) cudaFree(p);
+}
+
+DeviceTensor upload_tensor(DeviceArena& arena, const afz_tensor& t, const int64_t (&extent)[4]) {
   DeviceTensor d;
   if (!t.data) return d;
   d.dtype = t.dtype;
@@ -35,7 +37,7 @@ DeviceTensor DeviceProblem::upload(const afz_tensor& t, const int64_t (&extent)[
     (reach < 0 ? lo : hi) += reach;
   }
   const size_t bytes = size_t(hi - lo + 1) * size_t(d.elem_bytes);
-  char* base = static_cast<char*>(alloc(bytes));
+  char* base = static_cast<char*>(arena.alloc(bytes));
   const char* host = static_cast<const char*>(t.data) + lo * d.elem_bytes;
   check(cudaMemcpy(base, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (inputs)");
   d.data = base - lo * d.elem_bytes;
@@ -86,10 +88,6 @@ DeviceProblem::DeviceProblem(const afz_problem& p) {
   o.max_key = static_cast<int32_t*>(zeroed(rows * sizeof(int32_t)));
   a.bad_row = static_cast<unsigned long long*>(alloc(sizeof(unsigned long long)));
   check(cudaMemset(a.bad_row, 0xff, sizeof(unsigned long long)), "cudaMemset");
-}
-
-DeviceProblem::~DeviceProblem() {
-  for (void* p : owned_) cudaFree(p);
 }
 
 void DeviceProblem::download(OracleResult& out) {

@@ -68,10 +68,34 @@ struct Params {
   unsigned long long* bad_row;  // lowest row with a non-finite input on a visible path
 };
 
+// Device allocations freed together.
+class DeviceArena {
+ public:
+  DeviceArena() = default;
+  ~DeviceArena();
+  DeviceArena(const DeviceArena&) = delete;
+  DeviceArena& operator=(const DeviceArena&) = delete;
+  void* alloc(size_t bytes);  // throws std::runtime_error on CUDA errors
+  // A copy of the host array on the device.
+  template <class T>
+  T* upload(const T* host, size_t count) {
+    T* d = static_cast<T*>(alloc(count * sizeof(T)));
+    check(cudaMemcpy(d, host, count * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy (upload)");
+    return d;
+  }
+
+ private:
+  std::vector<void*> owned_;
+};
+
+// Tensor t, [extent[0]][extent[1]][extent[2]][extent[3]] through its strides,
+// copied to the device: the copy spans every element the strides can address
+// (negative strides included), so reads through the same offsets land in it.
+DeviceTensor upload_tensor(DeviceArena& arena, const afz_tensor& t, const int64_t (&extent)[4]);
+
 class DeviceProblem {
  public:
   explicit DeviceProblem(const afz_problem& p);  // uploads; throws std::runtime_error on CUDA errors
-  ~DeviceProblem();
   DeviceProblem(const DeviceProblem&) = delete;
   DeviceProblem& operator=(const DeviceProblem&) = delete;
 
@@ -81,9 +105,9 @@ class DeviceProblem {
   unsigned long long bad_row();
 
  private:
-  void* alloc(size_t bytes);
-  DeviceTensor upload(const afz_tensor& t, const int64_t (&extent)[4]);
-  std::vector<void*> owned_;
+  void* alloc(size_t bytes) { return arena_.alloc(bytes); }
+  DeviceTensor upload(const afz_tensor& t, const int64_t (&extent)[4]) { return upload_tensor(arena_, t, extent); }
+  DeviceArena arena_;
   Params params_{};
 };
 

@@ -8,7 +8,11 @@
 // Per shape: materializing the inputs (`inputs`), the GPU tier's compute
 // (upload, kernel, download: `oracle`), a kernel output equal to the
 // oracle's value correctly rounded to bf16 (not timed), then judge() with
-// MPFR behind it (`verdict`: on the CPU, every element).  The fast CPU tier
+// MPFR behind it (`verdict`: on the CPU, every element), and the same on
+// the GPU (`verdict_gpu`: harness/judge/gpu_verdict.h, uploads included;
+// `upload` is its share spent copying the outputs and the oracle's arrays
+// up) and whether the two verdicts agree in every field (`agree`: yes, or
+// the first field that differs).  The fast CPU tier
 // is timed at N = 512 only (`fast`): it takes minutes at 16K.  Seconds, one
 // run each.  Without a device it says why and exits 1.
 //
@@ -18,10 +22,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "harness/case/materialize.h"
+#include "harness/judge/gpu_verdict.h"
 #include "harness/judge/verdict.h"
+#include "harness/judge/verdict_compare.h"
 #include "oracles/oracle.h"
 #include "tests/harness/test_kernels.h"
 
@@ -60,8 +67,8 @@ int run(int max_n) {
     return 1;
   }
   const auto escalate = make_escalation_oracle();
-  std::printf("%6s %6s %5s %5s %9s %9s %9s %9s %12s %9s %s\n", "N", "causal", "batch", "heads", "inputs_s", "oracle_s",
-              "verdict_s", "fast_s", "elements", "escalated", "verdict");
+  std::printf("%6s %6s %5s %5s %9s %9s %9s %13s %9s %9s %12s %9s %-8s %s\n", "N", "causal", "batch", "heads", "inputs_s",
+              "oracle_s", "verdict_s", "verdict_gpu_s", "upload_s", "fast_s", "elements", "escalated", "verdict", "agree");
   for (int n : kKeys) {
     if (n > max_n) continue;
     for (bool causal : {false, true}) {
@@ -77,18 +84,27 @@ int run(int max_n) {
       m.poison_outputs();
       char err[64];
       kernel.k.run(&kernel.k, &m.problem(), err, sizeof err);
+      OracleResult r_gpu = r;  // escalation rewrites rows: each verdict gets the same reference
       t0 = std::chrono::steady_clock::now();
       const Verdict v = judge(kernel.k, m, r, escalate.get());
       const double verdict_s = seconds_since(t0);
+      t0 = std::chrono::steady_clock::now();
+      const std::unique_ptr<RowJudge> rows = make_gpu_row_judge(kernel.k, m, r_gpu, &why);
+      if (!rows) throw std::runtime_error(why);
+      const double upload_s = seconds_since(t0);
+      const Verdict v_gpu = judge_by_rows(kernel.k, m, r_gpu, escalate.get(), {}, *rows);
+      const double verdict_gpu_s = seconds_since(t0);
+      const std::string difference = verdict_difference(v_gpu, v);
       double fast_s = -1;
       if (n <= kFastTierMaxKeys) {
         t0 = std::chrono::steady_clock::now();
         make_fast_oracle()->compute(m.problem());
         fast_s = seconds_since(t0);
       }
-      std::printf("%6d %6s %5d %5d %9.3f %9.3f %9.3f %9.3f %12lld %9lld %s\n", n, causal ? "yes" : "no", c.batch,
-                  c.heads_q, inputs_s, oracle_s, verdict_s, fast_s, (long long)v.elements, (long long)v.escalated_rows,
-                  std::string(verdict_name(v.cls)).c_str());
+      std::printf("%6d %6s %5d %5d %9.3f %9.3f %9.3f %13.3f %9.3f %9.3f %12lld %9lld %-8s %s\n", n, causal ? "yes" : "no",
+                  c.batch, c.heads_q, inputs_s, oracle_s, verdict_s, verdict_gpu_s, upload_s, fast_s,
+                  (long long)v.elements, (long long)v.escalated_rows, std::string(verdict_name(v.cls)).c_str(),
+                  difference.empty() ? "yes" : difference.c_str());
       std::fflush(stdout);
     }
   }
