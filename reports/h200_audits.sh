@@ -108,7 +108,7 @@ step "control: the cuDNN padding finding with zero padding instead of NaN"
 mkdir -p "$R/control"
 found=(${repro_root:-reports/production/run4}/cudnn/corpus/cudnn.sdpa-nan_inf-*.case)
 if [ -f "${found[0]}" ]; then
-  for f in "${found[@]}"; do sed 's/^poison nan$/poison none/' "$f" > "$R/control/$(basename "$f")"; done
+  for f in "${found[@]}"; do sed 's/^poison .*$/poison none/' "$f" > "$R/control/$(basename "$f")"; done
   ( unset ATTNFUZZ_CUDNN_LIB; timeout 90 $AF run --kernel cudnn.sdpa "$R"/control/*.case > "$R/control.txt" 2>&1
     echo "control (poison none) rc=$?: $(grep -c ': pass' "$R/control.txt") pass"
     timeout 90 $AF run --kernel cudnn.sdpa "${found[@]}" > "$R/control_nan.txt" 2>&1

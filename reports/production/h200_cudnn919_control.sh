@@ -3,7 +3,7 @@
 # cuDNN 9.19 (issue 12): every saved `cudnn.sdpa` nan_inf / semantic case of
 # the 9.19 forward runs (reports/backward/run*/cudnn919_fwd/corpus) is a
 # ragged batch; re-run as saved (NaN in K/V padding) and with `poison none`
-# (zeros there).  If the padding reads of 9.14 are the cause on 9.19 too,
+# (zeros there; a case saved with `poison inf` too).  If the padding reads of 9.14 are the cause on 9.19 too,
 # the first fail and the second pass.  Results under $1 (default $OUT/control919).
 # Needs attnfuzz at $AF (default /tmp/carry/attnfuzz).
 set -u
@@ -19,7 +19,7 @@ for f in reports/backward/run*/cudnn919_fwd/corpus/cudnn.sdpa-{nan_inf,semantic_
   n=$(basename "$f")
   [ -f "$R/none/$n" ] && continue  # a signature saved by two runs: once
   cases+=("$f")
-  sed 's/^poison nan$/poison none/' "$f" > "$R/none/$n"
+  sed 's/^poison .*$/poison none/' "$f" > "$R/none/$n"  # nan or inf: either is what padding reads turn into NaN
 done
 echo "cuDNN 9.19 control: ${#cases[@]} saved cases, cuDNN at $ATTNFUZZ_CUDNN_LIB"
 $AF kernels 2>/dev/null | grep -A1 '^cudnn.sdpa ' | tail -1
