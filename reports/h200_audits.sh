@@ -64,16 +64,27 @@ PYFLEX=(--kernel-lib "$PY#attnfuzz.kernels.flex:kernels")
 PYJAX=(--kernel-lib "$PY#attnfuzz.kernels.jax_dpa:kernels")
 PYTRITON=(--kernel-lib "$PY#attnfuzz.kernels.triton_fa:kernel")
 
+# PRODUCTION_ONLY=1: cuDNN direct and the libtorch kernels alone (issue 12),
+# with the machine's cores to themselves (CUDNN_JOBS, TORCH_JOBS); no Python
+# bridge, so nothing of it needs carrying.
+py=1
+[ -n "${PRODUCTION_ONLY:-}" ] && py=
+if [ -n "$py" ]; then
 step "first, on a quiet machine: the bridge's per-call cost (a no-op kernel, numpy and torch views)"
 timeout 60 .carry/python_bridge_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   > "$R/bridge_bench.txt" 2>&1; cat "$R/bridge_bench.txt"
+fi
 
 step "audits start: cuDNN direct (system cuDNN) and the Python kernels"
 $AF kernels > "$R/kernels_system_cudnn.txt" 2>&1; grep -A1 '^cudnn' "$R/kernels_system_cudnn.txt"
-audit cudnn 3 2 cudnn.sdpa,cudnn.sdpa.raw
-audit py_flex 2 3 py.flex.padded,py.flex.packed "${PYFLEX[@]}"
-audit py_jax 3 3 py.jax.xla,py.jax.cudnn "${PYJAX[@]}"
-shard=${TRITON_SHARD:-$shard} audit py_triton 1 3 py.triton.fa2 "${PYTRITON[@]}"
+audit cudnn "${CUDNN_JOBS:-3}" 2 cudnn.sdpa,cudnn.sdpa.raw
+if [ -n "$py" ]; then
+  audit py_flex 2 3 py.flex.padded,py.flex.packed "${PYFLEX[@]}"
+  audit py_jax 3 3 py.jax.xla,py.jax.cudnn "${PYJAX[@]}"
+  shard=${TRITON_SHARD:-$shard} audit py_triton 1 3 py.triton.fa2 "${PYTRITON[@]}"
+else
+  PYFLEX=() PYJAX=() PYTRITON=()
+fi
 if [ -n "$repro_root" ]; then
   [ -d "$repro_root/cudnn" ] && { repro earlier_cudnn "$repro_root/cudnn/corpus" & pids+=($!); }
   [ -d "$repro_root/py_jax" ] && { repro earlier_py_jax "$repro_root/py_jax/corpus" "${PYJAX[@]}" & pids+=($!); }
@@ -87,19 +98,19 @@ B=/tmp/build-torch
 TL=$(ls $B/libattnfuzz_torch.so 2>/dev/null)
 echo "plugin: ${TL:-none}"
 TORCH_KERNELS=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
-SDPA_PY=py.sdpa.flash,py.sdpa.efficient,py.sdpa.cudnn,py.sdpa.math
+SDPA_PY=${py:+,py.sdpa.flash,py.sdpa.efficient,py.sdpa.cudnn,py.sdpa.math}
 # One process, one libcudnn.so.9: with libtorch loaded, the direct adapter
 # uses PyTorch's cuDNN too.  (The audits above forked with the system's.)
 export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
-TLIBS=(--kernel-lib "$TL" --kernel-lib "$PY#attnfuzz.kernels.sdpa:kernels")
+TLIBS=(--kernel-lib "$TL" ${py:+--kernel-lib "$PY#attnfuzz.kernels.sdpa:kernels"})
 $AF "${TLIBS[@]}" "${PYFLEX[@]}" "${PYJAX[@]}" "${PYTRITON[@]}" kernels \
   > "$R/kernels.txt" 2>&1
 grep -A2 '^cudnn\|^torch\|^py' "$R/kernels.txt" | head -90
 # Shorter sweep: it starts after the build.
 sweep_s=$((sweep_s - SECONDS + 15))
-audit torch 6 3 $TORCH_KERNELS,$SDPA_PY "${TLIBS[@]}"
+audit torch "${TORCH_JOBS:-6}" 3 $TORCH_KERNELS$SDPA_PY "${TLIBS[@]}"
 ( timeout 150 $AF "${TLIBS[@]}" conventions \
-    --kernel cudnn.sdpa,cudnn.sdpa.raw,$TORCH_KERNELS,$SDPA_PY,gpu.fa2 \
+    --kernel cudnn.sdpa,cudnn.sdpa.raw,$TORCH_KERNELS$SDPA_PY,gpu.fa2 \
     --out "$R/conventions.md" > "$R/conventions.log" 2>&1; echo "conventions rc=$?" >> "$R/conventions.log" ) &
 pids+=($!)
 [ -n "$repro_root" ] && [ -d "$repro_root/torch" ] && { repro earlier_torch "$repro_root/torch/corpus" "${TLIBS[@]}" & pids+=($!); }
@@ -126,8 +137,10 @@ for f in "$R"/*.log; do echo "--- $f"; grep -A14 '^audit matrix' "$f" | head -60
 step "every case this run saved, re-run on the H200 ($(left) s left)"
 ( unset ATTNFUZZ_CUDNN_LIB; repro cudnn "$R/cudnn/corpus" ) & pids+=($!)
 repro torch "$R/torch/corpus" "${TLIBS[@]}" & pids+=($!)
-repro py_flex "$R/py_flex/corpus" "${PYFLEX[@]}" & pids+=($!)
-repro py_jax "$R/py_jax/corpus" "${PYJAX[@]}" & pids+=($!)
-repro py_triton "$R/py_triton/corpus" "${PYTRITON[@]}" & pids+=($!)
+if [ -n "$py" ]; then
+  repro py_flex "$R/py_flex/corpus" "${PYFLEX[@]}" & pids+=($!)
+  repro py_jax "$R/py_jax/corpus" "${PYJAX[@]}" & pids+=($!)
+  repro py_triton "$R/py_triton/corpus" "${PYTRITON[@]}" & pids+=($!)
+fi
 wait "${pids[@]}"
 step done
