@@ -16,6 +16,7 @@
 #include "harness/campaign/stop_request.h"
 #include "harness/case/case_file.h"
 #include "harness/judge/signature.h"
+#include "harness/run/gpu/gpu_run.h"
 #include "kernels/abi/dtype.h"
 
 namespace afz {
@@ -398,6 +399,8 @@ class Audit {
   std::map<std::tuple<size_t, VerdictClass, size_t>, int> minimized_;  // kernel, verdict, class
   int64_t unminimized_by_budget_ = 0;  // new raw signatures saved as generated: the budget was spent
   int64_t sweep_cases_ = 0, fuzz_cases_ = 0;
+  // Sweep cells with a kernel's outcome dropped because the GPU was lost.
+  std::set<int64_t> lost_cells_;
 };
 
 std::optional<CaseOutcome> Audit::run_one(size_t k, const Case& c) const {
@@ -538,6 +541,16 @@ std::string Audit::failure(size_t k, const SweepWork& w, VerdictClass cls, int64
 
 void Audit::consume(int64_t cell, int n, SweepWork& w) {
   const size_t r = size_t(cell) / classes_.size(), g = size_t(cell) % classes_.size();
+  // Outcomes `unsupported` only because the GPU was lost did not run: they
+  // count nowhere, and a case with nothing else was not run at all.
+  bool any_lost = false, all_lost = w.error.empty();
+  for (const CaseOutcome& out : w.outcomes) {
+    const bool lost = lost_to_gpu(out);
+    any_lost |= lost;
+    all_lost &= lost;
+  }
+  if (any_lost) lost_cells_.insert(cell);
+  if (any_lost && all_lost) return;
   ++sweep_cases_;
   ++class_cases_[g];
   report_.timing.generate_s += w.generate_s;
@@ -553,6 +566,7 @@ void Audit::consume(int64_t cell, int n, SweepWork& w) {
     const CaseOutcome& out = w.outcomes[k];
     const VerdictClass cls = out.verdict.cls;
     record.verdicts.push_back(cls);
+    if (lost_to_gpu(out)) continue;
     ReportCell& counts = report_.cells[k * classes_.size() + g];
     ++counts.cases;
     ++counts.by_verdict[size_t(cls)];
@@ -705,7 +719,19 @@ Report Audit::run() {
   // Chunks of cases computed in parallel, consumed in order: failures are
   // minimized on this thread, between chunks, in cell order.
   const int64_t chunk = int64_t(jobs) * kChunkPerJob;
+  // A lost GPU stops the sweep as a stop request does; the cells of the
+  // chunk in flight that lost a kernel's outcome to it count as not run.
+  auto note_gpu_lost = [&](int64_t done) {
+    for (ReportAudit& a : report_.audits)
+      a.notes.push_back(gpu_lost_note(done - int64_t(lost_cells_.size()), "cells"));
+  };
+  bool gpu_lost_noted = false;
   for (int64_t first = begin * per_cell; first < end * per_cell; first += chunk) {
+    if (!gpu::gpu_lost_reason().empty()) {
+      note_gpu_lost(first / per_cell - begin);
+      gpu_lost_noted = true;
+      break;
+    }
     const bool out_of_time = o_.sweep_time_s > 0 && clock_.seconds() > o_.sweep_time_s;
     if (out_of_time || stop_requested()) {
       const int64_t done = first / per_cell - begin;
@@ -745,10 +771,19 @@ Report Audit::run() {
       return std::pair(row_at[x.row], column_at[x.column]) < std::pair(row_at[y.row], column_at[y.column]);
     });
   }
+  if (!gpu::gpu_lost_reason().empty()) {
+    if (!gpu_lost_noted) note_gpu_lost(end - begin);  // lost in the last chunk
+    return finish(kGpuLostStopReason);
+  }
   if (stop_requested()) return finish("signal");
   const double left = std::max(o_.time_s - clock_.seconds(), o_.time_s * kMinFuzzShare);
   if (left < kMinFuzzSeconds) return finish("cases");
   fuzz_phase(left);
+  if (!gpu::gpu_lost_reason().empty()) {
+    for (ReportAudit& a : report_.audits)
+      a.notes.push_back(fmt::format("fuzz phase {}", gpu_lost_note(fuzz_cases_, "cases")));
+    return finish(kGpuLostStopReason);
+  }
   return finish(stop_requested() ? "signal" : "time");
 }
 
@@ -830,7 +865,8 @@ std::vector<std::string> audit_summary(const Report& r) {
       if (!line.empty()) out.push_back("  unsupported cases by reason: " + line);
     }
     for (const std::string& note : a.notes)
-      out.push_back(note.rfind("sweep stopped", 0) == 0 || note.rfind("minimization budget", 0) == 0
+      out.push_back(note.rfind("sweep stopped", 0) == 0 || note.rfind("minimization budget", 0) == 0 ||
+                            note.rfind("stopped: ", 0) == 0 || note.rfind("fuzz phase stopped: ", 0) == 0
                         ? "  " + note
                         : "  conventions differ: " + note);
   }

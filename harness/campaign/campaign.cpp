@@ -1,5 +1,6 @@
 #include "harness/campaign/campaign.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
@@ -14,6 +15,7 @@
 #include "harness/campaign/corpus.h"
 #include "harness/campaign/stop_request.h"
 #include "harness/run/backward_runner.h"
+#include "harness/run/gpu/gpu_run.h"
 #include "harness/case/case_file.h"
 #include "harness/judge/signature.h"
 
@@ -297,6 +299,8 @@ void Campaign::failure(const CaseWork& w, size_t k) {
 }
 
 void Campaign::consume(CaseWork& w) {
+  // A case that ran nowhere because the GPU was lost was not run.
+  if (w.error.empty() && !w.outcomes.empty() && std::all_of(w.outcomes.begin(), w.outcomes.end(), lost_to_gpu)) return;
   ++consumed_;
   const size_t g = generator_index_[w.generator];
   ++class_cases_[g];
@@ -315,6 +319,10 @@ void Campaign::consume(CaseWork& w) {
   const size_t classes = o_.mix.entries().size();
   for (size_t k = 0; k < o_.kernels.size(); ++k) {
     const CaseOutcome& out = w.outcomes[k];
+    if (lost_to_gpu(out)) {  // not run: in no cell
+      rc.verdicts.push_back(out.verdict.cls);
+      continue;
+    }
     ReportCell& cell = report_.cells[k * classes + g];
     ++cell.cases;
     ++cell.by_verdict[size_t(out.verdict.cls)];
@@ -357,6 +365,7 @@ Report Campaign::run() {
     if (out_of_time()) reason = "time";
     if (enough_failures()) reason = "failures";
     if (stop_requested()) reason = "signal";
+    if (!gpu::gpu_lost_reason().empty()) reason = kGpuLostStopReason;
     return reason != "cases";
   };
   std::string stop_reason = "cases";
@@ -427,7 +436,13 @@ Report Campaign::run() {
   return finish(stop_reason);
 }
 
-Report Campaign::finish(const std::string& stop_reason) { return assemble(stop_reason); }
+// A loss met while the last cases ran (after the last check) is a loss too:
+// their outcomes were dropped (consume).
+Report Campaign::finish(const std::string& stop_reason) {
+  if (gpu::gpu_lost_reason().empty()) return assemble(stop_reason);
+  report_.errors.push_back(gpu_lost_note(consumed_, "cases"));
+  return assemble(kGpuLostStopReason);
+}
 
 // The report as of now: a copy, so a checkpoint can be written while the
 // campaign goes on (bounded: see report.h).
@@ -768,6 +783,15 @@ CaseOutcome run_campaign_kernel(const CampaignKernel& k, const Runner& runner, c
   if (k.backward) return run_backward_slot(k, runner, c, rerun);
   Materialized m(c);
   return runner.run(*k.kernel, m, nullptr, rerun);
+}
+
+bool lost_to_gpu(const CaseOutcome& out) {
+  return out.verdict.cls == VerdictClass::Unsupported && gpu::is_gpu_lost_detail(out.verdict.detail);
+}
+
+std::string gpu_lost_note(int64_t done, const std::string& unit) {
+  return fmt::format("stopped: the GPU was lost after {} {}: {}; the {} since then were not run", done, unit,
+                     gpu::gpu_lost_reason(), unit);
 }
 
 std::string failure_gradient(const CampaignKernel& k, const Verdict& v) {

@@ -71,6 +71,14 @@ CaseOutcome run_campaign_kernel(const CampaignKernel& k, const Runner& runner, c
 // What a failure of slot k adds to its signature: the failing gradient of
 // a backward verdict ("dq", "dk", "dv"), "" for a forward kernel.
 std::string failure_gradient(const CampaignKernel& k, const Verdict& v);
+// A lost GPU (harness/run/gpu/gpu_run.h, gpu_lost_reason()): campaigns and
+// audits stop at their next case boundary as on a stop request, with this
+// stop reason and a note (gpu_lost_note); outcomes that were `unsupported`
+// only because the device was gone (lost_to_gpu) are not counted as run.
+inline constexpr const char* kGpuLostStopReason = "gpu lost";
+bool lost_to_gpu(const CaseOutcome& out);
+// "stopped: the GPU was lost after N <unit>: REASON; the <unit> since then were not run".
+std::string gpu_lost_note(int64_t done, const std::string& unit);
 // The case as saved for a failure of slot k: named after the kernel (the
 // backward kernel's own name) and recording the pass that failed.
 void stamp_failure_case(const CampaignKernel& k, Case& c);

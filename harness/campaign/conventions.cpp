@@ -9,6 +9,7 @@
 #include "harness/case/case.h"
 #include "harness/case/materialize.h"
 #include "harness/judge/verdict.h"
+#include "harness/run/gpu/gpu_run.h"
 
 namespace afz {
 namespace {
@@ -90,6 +91,7 @@ ConventionTable probe_conventions(const std::vector<CampaignKernel>& kernels, co
   ConventionTable t;
   for (const CampaignKernel& k : kernels) t.kernels.push_back(k.kernel->name);
   for (const ConventionProbe& probe : convention_probes()) {
+    if (!(t.gpu_lost = gpu::gpu_lost_reason()).empty()) break;  // the rest would be `unsupported`
     ParseError error;
     const std::optional<Case> c = parse_case(probe.case_text, &error);
     if (!c) throw std::logic_error(std::string("convention probe ") + probe.name + ": " + error.message);
@@ -119,8 +121,10 @@ ConventionTable probe_conventions(const std::vector<CampaignKernel>& kernels, co
     t.probes.push_back(&probe);
     t.exact.push_back({describe_exact_o(exact_o), classify_lse(exact_lse, exact_lse), "exact function"});
     std::vector<ConventionCell>& row_cells = t.cells.emplace_back();
+    bool lost = false;
     for (const CampaignKernel& k : kernels) {
       const CaseOutcome out = runner.run(*k.kernel, m, &r);
+      lost = lost || lost_to_gpu(out);
       ConventionCell cell;
       cell.verdict = verdict_name(out.verdict.cls);
       if (out.verdict.cls == VerdictClass::Unsupported || out.verdict.cls == VerdictClass::Crash ||
@@ -140,8 +144,18 @@ ConventionTable probe_conventions(const std::vector<CampaignKernel>& kernels, co
                                                       : "(no LSE)";
       row_cells.push_back(cell);
     }
+    if (!lost) t.probes_before_loss = t.probes.size();
   }
+  t.gpu_lost = gpu::gpu_lost_reason();
+  if (t.gpu_lost.empty()) t.probes_before_loss = t.probes.size();
   return t;
+}
+
+bool ConventionTable::any_ran() const {
+  for (const std::vector<ConventionCell>& row : cells)
+    for (const ConventionCell& c : row)
+      if (!c.o.empty()) return true;
+  return false;
 }
 
 std::vector<std::string> ConventionTable::disagreements() const {

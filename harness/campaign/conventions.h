@@ -38,6 +38,12 @@ struct ConventionTable {
   std::vector<const ConventionProbe*> probes;
   std::vector<ConventionCell> exact;               // [probe]
   std::vector<std::vector<ConventionCell>> cells;  // [probe][kernel]
+  // Set when the GPU was lost while probing (gpu_lost_reason()): probing
+  // stopped, and only the first probes_before_loss probes ran everywhere.
+  std::string gpu_lost;
+  size_t probes_before_loss = 0;
+  // True when at least one kernel ran at least one probe.
+  bool any_ran() const;
   // One line per probe where the kernels that ran it disagree with each
   // other or with the exact function.
   std::vector<std::string> disagreements() const;

@@ -12,6 +12,7 @@
 #include "harness/campaign/stop_request.h"
 #include "harness/cli/commands.h"
 #include "harness/report/report_views.h"
+#include "harness/run/gpu/gpu_run.h"
 
 namespace afz::cli {
 namespace {
@@ -97,6 +98,13 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
   print_summary(r, a.out);
   fmt::print("\naudit matrix:\n");
   for (const std::string& line : audit_summary(r)) fmt::print("{}\n", line);
+  // A lost GPU: the audit could not do what was asked (exit 2), unless it
+  // had found failures first (exit 1: a finding is never lost).
+  if (r.run.stop_reason == kGpuLostStopReason) {
+    fmt::print("\naudit stopped: the GPU was lost: {}; the report covers the cells run before\n",
+               gpu::gpu_lost_reason());
+    if (r.failures.empty()) return kExitBadInput;
+  }
   // Any failing cell fails the audit, known or not: the matrix is the verdict.
   return r.passed() ? kExitOk : kExitFailuresFound;
 }

@@ -21,10 +21,17 @@ Action add_conventions_command(CLI::App& app, Globals& g) {
     const KernelRegistry reg = g.registry();
     const Runner runner(g.run_options());
     const ConventionTable t = probe_conventions(resolve_kernels(reg, *kernels), runner);
+    // A lost GPU: its kernels' cells would read `unsupported` and the
+    // disagreements "none"; say what happened instead (exit 2).
+    if (!t.gpu_lost.empty()) {
+      fmt::print("conventions: the GPU was lost after {} of {} probes: {}; no table\n", t.probes_before_loss,
+                 convention_probes().size(), t.gpu_lost);
+      return kExitBadInput;
+    }
     std::string text = t.markdown() + "\nDisagreements (between the kernels, or with the exact function):\n\n";
     const std::vector<std::string> lines = t.disagreements();
     for (const std::string& l : lines) text += "- " + l + "\n";
-    if (lines.empty()) text += "- none\n";
+    if (lines.empty()) text += t.any_ran() ? "- none\n" : "- none judged: no kernel ran any probe (see the table)\n";
     fmt::print("{}", text);
     if (!out->empty()) {
       std::ofstream f(*out);

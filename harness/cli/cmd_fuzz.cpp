@@ -16,6 +16,7 @@
 #include "harness/report/findings.h"
 #include "harness/report/report.h"
 #include "harness/report/report_views.h"
+#include "harness/run/gpu/gpu_run.h"
 
 namespace afz::cli {
 
@@ -267,6 +268,12 @@ int run_fuzz(const Globals& g, const FuzzArgs& a) {
   progress.finish();
   write_report(r, a.out);
   print_summary(r, a.out);
+  // A lost GPU: exit 2 (could not do what was asked) unless new failures
+  // were found first (exit 1: a finding is never lost).
+  if (r.run.stop_reason == kGpuLostStopReason) {
+    fmt::print("fuzz stopped: the GPU was lost: {}; the report covers the cases run before\n", gpu::gpu_lost_reason());
+    return r.new_failures() > 0 ? kExitFailuresFound : kExitBadInput;
+  }
   return r.new_failures() > 0 || !r.errors.empty() ? kExitFailuresFound : kExitOk;
 }
 

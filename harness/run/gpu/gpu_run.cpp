@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 #include "harness/run/gpu/problem_wire.h"
@@ -36,6 +37,13 @@ std::string exec_path() {
   std::lock_guard<std::mutex> lock(g_exec_mu);
   return g_exec_path;
 }
+
+// The process-wide lost-device record (gpu_run.h).
+std::mutex g_record_mu;
+bool g_device_seen = false;
+std::string g_lost_reason;
+// How an `unsupported` detail says the device was lost.
+constexpr std::string_view kLostPrefix = "the GPU was lost: ";
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -136,6 +144,8 @@ class WorkerClient {
     if (read_frame(fd_, &hello, kStartTimeoutSeconds) != ReadResult::Ok) {
       *why = "the worker process did not start" + (exe.empty() ? std::string() : " (" + exe + " worker)");
       stop(true);
+      note_worker_greeting(false, *why);
+      *why = lost_or(*why);
       return false;
     }
     try {
@@ -143,6 +153,7 @@ class WorkerClient {
       if (rd.get<uint32_t>() != kHelloMagic) throw WireError("bad hello");
       has_device_ = rd.get<uint8_t>() != 0;
       (has_device_ ? device_ : no_device_) = rd.str();
+      note_worker_greeting(has_device_, no_device_);
     } catch (const WireError& e) {
       *why = std::string("the worker process sent a bad greeting: ") + e.what();
       stop(true);
@@ -154,7 +165,7 @@ class WorkerClient {
   std::string unavailable() {
     std::string why;
     if (!ensure(&why)) return why;
-    return has_device_ ? "" : no_device_;
+    return has_device_ ? "" : lost_or(no_device_);
   }
 
   WorkerRun run(const afz_kernel& k, Materialized& m, double timeout_s) {
@@ -309,6 +320,11 @@ class WorkerClient {
     pid_ = -1;
   }
 
+  // `why`, or after a loss of the device the same marked as such (is_gpu_lost_detail).
+  static std::string lost_or(const std::string& why) {
+    return gpu_lost_reason().empty() ? why : std::string(kLostPrefix) + why;
+  }
+
   pid_t pid_ = -1;
   int fd_ = -1;
   bool has_device_ = false;
@@ -325,6 +341,25 @@ WorkerClient& this_thread_client() {
 void use_exec_worker(const std::string& executable) {
   std::lock_guard<std::mutex> lock(g_exec_mu);
   g_exec_path = executable;
+}
+
+std::string gpu_lost_reason() {
+  std::lock_guard<std::mutex> lock(g_record_mu);
+  return g_lost_reason;
+}
+
+bool is_gpu_lost_detail(const std::string& detail) { return detail.starts_with(kLostPrefix); }
+
+void note_worker_greeting(bool found_device, const std::string& why_none) {
+  std::lock_guard<std::mutex> lock(g_record_mu);
+  if (found_device) g_device_seen = true;
+  else if (g_device_seen && g_lost_reason.empty()) g_lost_reason = why_none.empty() ? "no device" : why_none;
+}
+
+void reset_gpu_record_for_tests() {
+  std::lock_guard<std::mutex> lock(g_record_mu);
+  g_device_seen = false;
+  g_lost_reason.clear();
 }
 
 std::string gpu_unavailable_reason() { return this_thread_client().unavailable(); }

@@ -31,6 +31,28 @@ std::string gpu_unavailable_reason();
 // The device the worker found, e.g. "NVIDIA H200 (sm_90, 132 SMs)"; "" if none.
 std::string gpu_device_name();
 
+// A lost device.  A GPU can vanish under a running process (it fell off the
+// bus, the driver was reset, an Xid error took it down): the worker crashes,
+// its successor finds no device, and every later GPU case would be
+// `unsupported` -- a run that went on would report a matrix of those as if
+// all was well.  So the process keeps one record: once any worker of this
+// process has found a device, a later worker that finds none or does not
+// start marks the device lost, with its reason (the first one stays).
+// Campaigns and audits stop on it at their next case boundary.
+//
+// Why the device was lost; "" while none was.  Thread-safe.
+std::string gpu_lost_reason();
+// True for the detail of an `unsupported` verdict given because the device
+// was lost (gpu_unavailable_reason() says so after the loss): that case did
+// not run, and is not counted as run.
+bool is_gpu_lost_detail(const std::string& detail);
+// What each worker's greeting tells the record (the worker client calls it).
+// Public for tests: on a machine without a GPU no worker ever finds one, so
+// a test plays "found" and then lets a real worker find none.
+void note_worker_greeting(bool found_device, const std::string& why_none);
+// For tests only: forget the record (no device seen, none lost).
+void reset_gpu_record_for_tests();
+
 struct WorkerRun {
   KernelRun run;              // Ok / Error / Crash / Hang, with the round trip's wall time
   std::string out_of_bounds;  // first damaged guard or padding byte, "" if none
