@@ -12,6 +12,8 @@
 # attnfuzz and MPFR/GMP are built on a CPU machine for sm_90a and carried in
 # .carry/ (reports/backward/README.md: the call).  Results: $OUT/backward.tgz.
 # Usage: reports/h200_backward.sh SWEEP_SECONDS [SHARD K/N] [DEADLINE_SECONDS] [EXTRA_STEP] [REPRO_ROOT]
+# CUDNN_JOBS (default 2 per cuDNN audit, three of them) and TORCH_JOBS (6): the forward audits ran
+# 2.5 x as many cases per second with the cores to themselves (reports/production/README.md, run 6).
 #   EXTRA_STEP: a command run beside the audits (e.g. the GPU oracle's tests), output in extra.txt
 #   REPRO_ROOT: corpora of an earlier run (its cudnn914/, cudnn919/, torch/ folders), re-run once the
 #   plugin is built (repro_earlier_*.txt)
@@ -59,11 +61,11 @@ echo "cudnn 9.14 case files rc=$?"; cat "$R/cudnn_cases_914.txt" | head -20
 ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN timeout 60 $AF run --kernel cudnn.sdpa --pass bwd tests/kernels/cudnn/cases/*.case \
   > "$R/cudnn_cases_919.txt" 2>&1
 echo "cudnn 9.19 case files rc=$?"; cat "$R/cudnn_cases_919.txt" | head -20
-audit cudnn914 2 $sweep_s cudnn.sdpa
+audit cudnn914 "${CUDNN_JOBS:-2}" $sweep_s cudnn.sdpa
 # bash exports an assignment before a function call for the call's duration.
-ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN audit cudnn919 2 $sweep_s cudnn.sdpa
+ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN audit cudnn919 "${CUDNN_JOBS:-2}" $sweep_s cudnn.sdpa
 # Issue 12: the forward of cuDNN direct against PyTorch's cuDNN 9.19 (run 4 audited the system's 9.14 only).
-PASS=fwd ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN audit cudnn919_fwd 2 $sweep_s cudnn.sdpa,cudnn.sdpa.raw
+PASS=fwd ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN audit cudnn919_fwd "${CUDNN_JOBS:-2}" $sweep_s cudnn.sdpa,cudnn.sdpa.raw
 ( timeout 120 python3 tests/kernels/torch/sdpa_public_repro.py > "$R/sdpa_public_repro.txt" 2>&1
   echo "sdpa_public_repro rc=$?" >> "$R/sdpa_public_repro.txt" ) & pids+=($!)
 if [ -n "$extra_step" ]; then
@@ -93,7 +95,7 @@ if [ -n "$TL" ]; then
     [ -d "$repro_root/torch" ] && { repro earlier_torch "$repro_root/torch" --kernel-lib "$TL" & pids+=($!); }
     [ -d "$repro_root/cudnn919" ] && { repro earlier_cudnn919 "$repro_root/cudnn919" & pids+=($!); }
   fi
-  audit torch 6 $((sweep_s - SECONDS + 20)) $TORCH_BWD --kernel-lib "$TL"
+  audit torch "${TORCH_JOBS:-6}" $((sweep_s - SECONDS + 20)) $TORCH_BWD --kernel-lib "$TL"
 fi
 
 step "waiting for the audits"

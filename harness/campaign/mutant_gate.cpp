@@ -99,7 +99,13 @@ MutantRow run_one(const CampaignKernel& mutant, const MutantGateOptions& g, cons
     row.cases = r.run.cases;
     row.seconds = r.run.wall_s;
     row.stop_reason = r.run.stop_reason;
-    if (row.cases > 0 && unsupported_runs(r) == row.cases) {
+    // A campaign cut short by a lost GPU proved nothing about the mutant:
+    // untested, not a survivor (gpu_run.h).
+    if (r.run.stop_reason == kGpuLostStopReason) {
+      row.untested = true;
+      row.untested_reason = "the GPU was lost: " + gpu::gpu_lost_reason();
+      row.stop_reason = "untested";
+    } else if (row.cases > 0 && unsupported_runs(r) == row.cases) {
       row.untested = true;
       row.untested_reason = "declined all " + std::to_string(row.cases) + " cases";
       row.stop_reason = "untested";

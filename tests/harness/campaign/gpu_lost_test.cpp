@@ -15,6 +15,7 @@
 #include "harness/campaign/audit.h"
 #include "harness/campaign/campaign.h"
 #include "harness/campaign/conventions.h"
+#include "harness/campaign/mutant_gate.h"
 #include "harness/run/gpu/gpu_run.h"
 #include "tests/harness/planted_kernel.h"
 
@@ -96,6 +97,21 @@ TEST_F(GpuLost, CampaignStopsAtTheCaseBoundaryAfterALossMidRun) {
   EXPECT_EQ(r.errors.back(), fmt::format("stopped: the GPU was lost after {} cases: {}; the cases since then were "
                                          "not run",
                                          r.run.cases, kGone));
+}
+
+// A correct "mutant" would survive its gate; cut short by a lost GPU it
+// proved nothing either way: untested, never a survivor.
+TEST_F(GpuLost, MutantGateCallsACampaignCutByALossUntested) {
+  lose_gpu_at_call(40);
+  MutantGateOptions o;
+  o.budget_cases = 1000;
+  const MutantGateResult g = run_mutant_gate({{&cpu_kernel.k, "mutant"}}, o, runner);
+  ASSERT_EQ(g.rows.size(), 1u);
+  EXPECT_TRUE(g.rows[0].untested);
+  EXPECT_FALSE(g.rows[0].killed);
+  EXPECT_EQ(g.rows[0].untested_reason, std::string("the GPU was lost: ") + kGone);
+  EXPECT_EQ(g.survived, 0);
+  EXPECT_EQ(g.untested, 1);
 }
 
 TEST_F(GpuLost, AuditStopsWithANoteInEveryMatrix) {
