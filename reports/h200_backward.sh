@@ -12,11 +12,11 @@
 # attnfuzz and MPFR/GMP are built on a CPU machine for sm_90a and carried in
 # .carry/ (reports/backward/README.md: the call).  Results: $OUT/backward.tgz.
 # Usage: reports/h200_backward.sh SWEEP_SECONDS [SHARD K/N] [DEADLINE_SECONDS] [EXTRA_STEP] [REPRO_ROOT]
-# CUDNN_JOBS (default 2 per cuDNN audit, three of them) and TORCH_JOBS (6): the forward audits ran
-# 2.5 x as many cases per second with the cores to themselves (reports/production/README.md, run 6).
 #   EXTRA_STEP: a command run beside the audits (e.g. the GPU oracle's tests), output in extra.txt
 #   REPRO_ROOT: corpora of an earlier run (its cudnn914/, cudnn919/, torch/ folders), re-run once the
 #   plugin is built (repro_earlier_*.txt)
+#   CUDNN_JOBS (default 2 per cuDNN audit, three of them), TORCH_JOBS (6): the forward audits ran
+#   2.5 x as many cases per second with the cores to themselves (reports/production/README.md, run 6)
 set -u
 sweep_s=${1:-240}
 shard=${2:-0/1}
