@@ -57,7 +57,7 @@ audit() {  # name jobs minimize_s kernels [--kernel-lib ...]
 repro() {  # name corpus_dir libs...: every case there, twice each for identical bits
   local name=$1 dir=$2; shift 2
   ls "$dir"/*.case > /dev/null 2>&1 || { echo "$name: no saved cases"; return; }
-  timeout -k 10 $(($(left) - 20)) $AF "$@" --determinism repro "$dir"/*.case > "$R/repro_$name.txt" 2>&1
+  timeout -k 10 $(($(left) - 20)) $AF "$@" --determinism repro --jobs "${REPRO_JOBS:-4}" "$dir"/*.case > "$R/repro_$name.txt" 2>&1
   echo "$name repro rc=$? ($(ls "$dir"/*.case | wc -l) cases, $(grep -c ': pass' "$R/repro_$name.txt") pass)"
 }
 PYFLEX=(--kernel-lib "$PY#attnfuzz.kernels.flex:kernels")

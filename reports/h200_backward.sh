@@ -49,7 +49,7 @@ audit() {  # name jobs sweep_s kernels [--kernel-lib ...]; PASS=fwd for a forwar
 repro() {  # name corpus_dir libs...
   local name=$1 dir=$2; shift 2
   ls "$dir"/*.case > /dev/null 2>&1 || { echo "$name: no saved cases"; return; }
-  timeout -k 10 $(($(left) - 15)) $AF "$@" repro "$dir"/*.case > "$R/repro_$name.txt" 2>&1
+  timeout -k 10 $(($(left) - 15)) $AF "$@" repro --jobs "${REPRO_JOBS:-4}" "$dir"/*.case > "$R/repro_$name.txt" 2>&1
   echo "$name repro rc=$? ($(ls "$dir"/*.case | wc -l) cases, $(grep -c ': pass' "$R/repro_$name.txt") pass)"
 }
 

@@ -3,6 +3,14 @@
 // both; a saved failure records its pass, so `repro` needs no flag.
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <iterator>
+#include <mutex>
+#include <thread>
+
 #include "harness/case/case_file.h"
 #include "harness/cli/commands.h"
 #include "harness/run/backward_runner.h"
@@ -10,17 +18,19 @@
 namespace afz::cli {
 namespace {
 
-// Prints one verdict as a block: verdict line, worst element, timing.
+// One verdict as a block: verdict line, worst element, timing.
 // `label` is the kernel's name, with " [bwd]" for a backward verdict;
 // `repro_flags` what a repro of this file needs beyond the file itself.
-void print_outcome(const std::string& file, const std::string& label, const Verdict& v,
-                   const std::string& repro_flags) {
-  fmt::print("{}: {}: {}{}\n", file, label, verdict_name(v.cls), v.detail.empty() ? "" : " (" + v.detail + ")");
-  if (v.worst.valid) fmt::print("  worst {}\n", v.worst.format());
+void format_outcome(std::string& out, const std::string& file, const std::string& label, const Verdict& v,
+                    const std::string& repro_flags) {
+  auto to = std::back_inserter(out);
+  fmt::format_to(to, "{}: {}: {}{}\n", file, label, verdict_name(v.cls), v.detail.empty() ? "" : " (" + v.detail + ")");
+  if (v.worst.valid) fmt::format_to(to, "  worst {}\n", v.worst.format());
   if (v.elements)
-    fmt::print("  {} elements, {} failing, max error {:.3g} x bound{}\n", v.elements, v.failing, v.max_over_bound,
-               v.escalated_rows ? fmt::format(", {} rows escalated to the precise oracle", v.escalated_rows) : "");
-  if (is_failure(v.cls)) fmt::print("  repro: attnfuzz repro {}{}\n", repro_flags, file);
+    fmt::format_to(to, "  {} elements, {} failing, max error {:.3g} x bound{}\n", v.elements, v.failing,
+                   v.max_over_bound,
+                   v.escalated_rows ? fmt::format(", {} rows escalated to the precise oracle", v.escalated_rows) : "");
+  if (is_failure(v.cls)) fmt::format_to(to, "  repro: attnfuzz repro {}{}\n", repro_flags, file);
 }
 
 struct RunArgs {
@@ -28,6 +38,7 @@ struct RunArgs {
   std::string pass;  // "": each file's own (fwd unless it records another)
   std::string backward_kernel;  // "": the backward kernel of the forward kernel's name
   std::vector<std::string> files;
+  int jobs = 1;  // files run at once, each on its own thread (and GPU worker)
 };
 
 // The backward oracles, made once per command: the fast double tier, with
@@ -37,65 +48,93 @@ struct BackwardOracles {
   std::unique_ptr<BackwardOracle> precise = make_escalation_backward_oracle();
 };
 
-// Runs each file against the named kernel (or the one the file records),
+// What one file gave: its verdict blocks (stdout), its one-line errors
+// (stderr), and whether it failed or was bad input.
+struct FileResult {
+  std::string out, err;
+  bool bad_input = false, failed = false;
+};
+
+// Runs one file against the named kernel (or the one the file records),
 // through the pass asked for (or the one the file records).
+FileResult run_file(const std::string& file, const RunArgs& a, std::optional<Pass> forced, const KernelRegistry& reg,
+                    const Runner& runner, std::optional<BackwardOracles>& backward_oracles, double timeout_s) {
+  FileResult r;
+  auto bad = [&](const std::string& line) {
+    r.err += line + "\n";
+    r.bad_input = true;
+    return r;
+  };
+  std::string err;
+  std::optional<Case> c = load_case_file(file, &err);
+  if (!c) return bad(err);
+  const std::string name = a.kernel.empty() ? c->kernel : a.kernel;
+  if (name.empty()) return bad(file + ": field 'kernel': the file names no kernel; pass --kernel");
+  const Pass pass = forced.value_or(c->pass);
+  std::string repro_flags = pass == c->pass ? "" : "--pass " + std::string(pass_name(pass)) + " ";
+  if (name != c->kernel) repro_flags += "--kernel " + name + " ";
+  if (!a.backward_kernel.empty()) repro_flags += "--backward-kernel " + a.backward_kernel + " ";
+  const afz_kernel* k = pass == Pass::Bwd ? nullptr : reg.find(name);
+  const std::string backward_name = a.backward_kernel.empty() ? name : a.backward_kernel;
+  const afz_backward_kernel* bk = pass == Pass::Fwd ? nullptr : reg.find_backward(backward_name);
+  if (pass != Pass::Bwd && !k) return bad(fmt::format("{}: unknown kernel '{}' (see `attnfuzz kernels`)", file, name));
+  if (pass != Pass::Fwd && !bk)
+    return bad(fmt::format("{}: no backward kernel '{}' for --pass {} (see `attnfuzz kernels`{})", file, backward_name,
+                           pass_name(pass), a.backward_kernel.empty() ? "; --backward-kernel names another" : ""));
+  try {
+    if (k) {
+      const CaseOutcome o = runner.run(*k, *c);
+      format_outcome(r.out, file, k->name, o.verdict, repro_flags);
+      r.failed |= is_failure(o.verdict.cls);
+    }
+    if (bk) {
+      if (!backward_oracles) backward_oracles.emplace();
+      const BackwardOutcome o = run_backward_case(*bk, *c, *backward_oracles->fast, backward_oracles->precise.get(),
+                                                  runner.options().check_determinism, timeout_s);
+      format_outcome(r.out, file, backward_label(bk->name), o.verdict, repro_flags);
+      r.failed |= is_failure(o.verdict.cls);
+    }
+  } catch (const std::exception& e) {
+    return bad(file + ": " + e.what());
+  }
+  return r;
+}
+
+// Runs every file, `jobs` at a time; results are printed in the files'
+// order as soon as each one's predecessors are done, so the output is the
+// same for any jobs and a run cut short (a timeout) keeps what it printed.
 int run_files(const Globals& g, const RunArgs& a) {
-  const std::vector<std::string>& files = a.files;
-  const std::string& kernel_override = a.kernel;
+  if (a.jobs < 1) throw BadInput{"--jobs: must be at least 1"};
   const std::optional<Pass> forced = parse_pass_flag(a.pass);
   const KernelRegistry reg = g.registry();
   const Runner runner(g.run_options());
-  std::optional<BackwardOracles> backward_oracles;
+  const size_t n = a.files.size();
+  std::vector<std::optional<FileResult>> results(n);
+  std::mutex mu;
+  size_t printed = 0;
   bool bad_input = false, failed = false;
-  auto bad = [&](const std::string& line) {
-    fmt::print(stderr, "{}\n", line);
-    bad_input = true;
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    std::optional<BackwardOracles> backward_oracles;  // per thread: made on its first backward file
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
+      FileResult r = run_file(a.files[i], a, forced, reg, runner, backward_oracles, g.timeout_s);
+      const std::lock_guard<std::mutex> lock(mu);
+      results[i] = std::move(r);
+      for (; printed < n && results[printed]; ++printed) {
+        const FileResult& done = *results[printed];
+        std::fputs(done.err.c_str(), stderr);
+        std::fputs(done.out.c_str(), stdout);
+        std::fflush(stdout);
+        bad_input |= done.bad_input;
+        failed |= done.failed;
+        results[printed].reset();  // printed: its text is not kept
+      }
+    }
   };
-  for (const std::string& file : files) {
-    std::string err;
-    std::optional<Case> c = load_case_file(file, &err);
-    if (!c) {
-      bad(err);
-      continue;
-    }
-    const std::string name = kernel_override.empty() ? c->kernel : kernel_override;
-    if (name.empty()) {
-      bad(file + ": field 'kernel': the file names no kernel; pass --kernel");
-      continue;
-    }
-    const Pass pass = forced.value_or(c->pass);
-    std::string repro_flags = pass == c->pass ? "" : "--pass " + std::string(pass_name(pass)) + " ";
-    if (name != c->kernel) repro_flags += "--kernel " + name + " ";
-    if (!a.backward_kernel.empty()) repro_flags += "--backward-kernel " + a.backward_kernel + " ";
-    const afz_kernel* k = pass == Pass::Bwd ? nullptr : reg.find(name);
-    const std::string backward_name = a.backward_kernel.empty() ? name : a.backward_kernel;
-    const afz_backward_kernel* bk = pass == Pass::Fwd ? nullptr : reg.find_backward(backward_name);
-    if (pass != Pass::Bwd && !k) {
-      bad(fmt::format("{}: unknown kernel '{}' (see `attnfuzz kernels`)", file, name));
-      continue;
-    }
-    if (pass != Pass::Fwd && !bk) {
-      bad(fmt::format("{}: no backward kernel '{}' for --pass {} (see `attnfuzz kernels`{})", file, backward_name,
-                      pass_name(pass), a.backward_kernel.empty() ? "; --backward-kernel names another" : ""));
-      continue;
-    }
-    try {
-      if (k) {
-        const CaseOutcome o = runner.run(*k, *c);
-        print_outcome(file, k->name, o.verdict, repro_flags);
-        failed |= is_failure(o.verdict.cls);
-      }
-      if (bk) {
-        if (!backward_oracles) backward_oracles.emplace();
-        const BackwardOutcome o = run_backward_case(*bk, *c, *backward_oracles->fast, backward_oracles->precise.get(),
-                                                    runner.options().check_determinism, g.timeout_s);
-        print_outcome(file, backward_label(bk->name), o.verdict, repro_flags);
-        failed |= is_failure(o.verdict.cls);
-      }
-    } catch (const std::exception& e) {
-      bad(file + ": " + e.what());
-    }
-  }
+  std::vector<std::thread> threads;
+  for (int j = 1; j < std::min<int>(a.jobs, int(std::max<size_t>(n, 1))); ++j) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
   if (bad_input) return kExitBadInput;
   return failed ? kExitFailuresFound : kExitOk;
 }
@@ -116,6 +155,7 @@ Action add_run_command(CLI::App& app, Globals& g) {
   sub->add_option("--backward-kernel", args->backward_kernel,
                   "the backward kernel of --pass bwd|both (default: the one named like --kernel)");
   sub->add_option("cases", args->files, "case files")->required();
+  sub->add_option("--jobs,-j", args->jobs, "files run at once (output stays in file order)")->capture_default_str();
   return [&g, args]() { return run_files(g, *args); };
 }
 
@@ -127,6 +167,7 @@ Action add_repro_command(CLI::App& app, Globals& g) {
   sub->add_option("--backward-kernel", args->backward_kernel,
                   "the backward kernel of --pass bwd|both (default: the one named like the kernel)");
   sub->add_option("files", args->files, "case files")->required();
+  sub->add_option("--jobs,-j", args->jobs, "files run at once (output stays in file order)")->capture_default_str();
   return [&g, args]() { return run_files(g, *args); };
 }
 
