@@ -51,6 +51,10 @@ struct GpuLost : ::testing::Test {
       return false;
     };
   }
+  // The campaign's note, spelled out here so the test pins its text.
+  static std::string campaign_stop_note(int64_t cases, const std::string& why) {
+    return fmt::format("stopped: the GPU was lost after {} cases: {}; the cases since then were not run", cases, why);
+  }
   int64_t cases_of(const Report& r, const std::string& kernel) const {
     int64_t n = 0;
     for (const ReportCell& c : r.cells)
@@ -77,9 +81,7 @@ TEST_F(GpuLost, CampaignStopsAndDoesNotCountTheLostOutcomes) {
     EXPECT_EQ(cases_of(r, "planted.gpu"), 0) << "a lost outcome is not a case run";
     EXPECT_EQ(cases_of(r, "planted.cpu"), r.run.cases);
     ASSERT_FALSE(r.errors.empty());
-    EXPECT_EQ(r.errors.back(), fmt::format("stopped: the GPU was lost after {} cases: {}; the cases since then "
-                                           "were not run",
-                                           r.run.cases, no_device));
+    EXPECT_EQ(r.errors.back(), campaign_stop_note(r.run.cases, no_device));
   }
 }
 
@@ -94,9 +96,7 @@ TEST_F(GpuLost, CampaignStopsAtTheCaseBoundaryAfterALossMidRun) {
   EXPECT_LT(r.run.cases, 40) << "the case that met the loss was the last";
   EXPECT_EQ(cases_of(r, "planted.cpu"), r.run.cases);
   ASSERT_FALSE(r.errors.empty());
-  EXPECT_EQ(r.errors.back(), fmt::format("stopped: the GPU was lost after {} cases: {}; the cases since then were "
-                                         "not run",
-                                         r.run.cases, kGone));
+  EXPECT_EQ(r.errors.back(), campaign_stop_note(r.run.cases, kGone));
 }
 
 // A correct "mutant" would survive its gate; cut short by a lost GPU it
