@@ -1,7 +1,6 @@
 #include "harness/campaign/audit.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <fmt/format.h>
 #include <map>
@@ -9,10 +8,10 @@
 #include <numeric>
 #include <set>
 #include <stdexcept>
-#include <thread>
 #include <tuple>
 
 #include "harness/campaign/corpus.h"
+#include "harness/campaign/ordered_pool.h"
 #include "harness/campaign/stop_request.h"
 #include "harness/case/case_file.h"
 #include "harness/judge/signature.h"
@@ -106,8 +105,9 @@ constexpr double kMinFuzzSeconds = 1.0;
 // Minimizations per kernel x verdict class x generator class; failing
 // cells past them keep their case as generated as the repro.
 constexpr int kMaxMinimizedPerColumn = 8;
-// Sweep cases computed ahead of the consumer, per worker.
-constexpr int kChunkPerJob = 8;
+// Sweep cases computed ahead of the consumer, per worker: deep enough that a
+// slow case (a worker restarted after a crash) does not idle the others.
+constexpr int kLookaheadPerJob = 8;
 
 constexpr const char* kFuzzRow = "fuzz phase (random features)";
 
@@ -714,49 +714,41 @@ Report Audit::run() {
   // __int128: slot * stride overflows int64 past 3e9 cells x stride.
   auto cell_at = [&](int64_t slot) { return int64_t((__int128(slot) * stride) % cells); };
   const int64_t begin = cells * o_.shard / o_.shards, end = cells * (o_.shard + 1) / o_.shards;
-  const int jobs = std::max(1, o_.jobs);
   const int64_t per_cell = o_.cases_per_cell;
-  // Chunks of cases computed in parallel, consumed in order: failures are
-  // minimized on this thread, between chunks, in cell order.
-  const int64_t chunk = int64_t(jobs) * kChunkPerJob;
-  // A lost GPU stops the sweep as a stop request does; the cells of the
-  // chunk in flight that lost a kernel's outcome to it count as not run.
+  // A lost GPU stops the sweep as a stop request does; the cells computed
+  // ahead that lost a kernel's outcome to it count as not run.
   auto note_gpu_lost = [&](int64_t done) {
     for (ReportAudit& a : report_.audits)
       a.notes.push_back(gpu_lost_note(done - int64_t(lost_cells_.size()), "cells"));
   };
   bool gpu_lost_noted = false;
-  for (int64_t first = begin * per_cell; first < end * per_cell; first += chunk) {
+  // Stops fall on cell boundaries: a cell's cases are all run or none.
+  auto go_on = [&](int64_t i) {
+    if (i % per_cell != 0) return true;
+    const int64_t done = i / per_cell - begin;
     if (!gpu::gpu_lost_reason().empty()) {
-      note_gpu_lost(first / per_cell - begin);
+      note_gpu_lost(done);
       gpu_lost_noted = true;
-      break;
+      return false;
     }
     const bool out_of_time = o_.sweep_time_s > 0 && clock_.seconds() > o_.sweep_time_s;
-    if (out_of_time || stop_requested()) {
-      const int64_t done = first / per_cell - begin;
-      const std::string by = out_of_time ? fmt::format("--sweep-time {:.0f} s", o_.sweep_time_s) : "a signal";
-      for (ReportAudit& a : report_.audits)
-        a.notes.push_back(fmt::format("sweep stopped by {} after {} of {} cells: {} cells not run", by, done,
-                                      end - begin, end - begin - done));
-      break;
-    }
-    const int64_t last = std::min(first + chunk, end * per_cell);
-    std::vector<SweepWork> work(size_t(last - first));
-    std::atomic<int64_t> next{first};
-    auto worker = [&] {
-      for (int64_t i; (i = next.fetch_add(1)) < last;)
-        work[size_t(i - first)] = compute(cell_at(i / per_cell), int(i % per_cell));
-    };
-    std::vector<std::thread> threads;
-    for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
-    worker();
-    for (std::thread& t : threads) t.join();
-    for (int64_t i = first; i < last; ++i) {
-      consume(cell_at(i / per_cell), int(i % per_cell), work[size_t(i - first)]);
-      if (o_.on_sweep_progress && i % per_cell == per_cell - 1) o_.on_sweep_progress(i / per_cell - begin + 1, end - begin);
-    }
-  }
+    if (!out_of_time && !stop_requested()) return true;
+    const std::string by = out_of_time ? fmt::format("--sweep-time {:.0f} s", o_.sweep_time_s) : "a signal";
+    for (ReportAudit& a : report_.audits)
+      a.notes.push_back(fmt::format("sweep stopped by {} after {} of {} cells: {} cells not run", by, done,
+                                    end - begin, end - begin - done));
+    return false;
+  };
+  // Cases are computed on the workers, ahead of this thread, and consumed
+  // here in order: failures are minimized on this thread, in cell order.
+  run_in_order(
+      begin * per_cell, end * per_cell, o_.jobs, int64_t(std::max(1, o_.jobs)) * kLookaheadPerJob,
+      [&](int64_t i) { return compute(cell_at(i / per_cell), int(i % per_cell)); }, go_on,
+      [&](int64_t i, SweepWork&& w) {
+        consume(cell_at(i / per_cell), int(i % per_cell), w);
+        if (o_.on_sweep_progress && i % per_cell == per_cell - 1)
+          o_.on_sweep_progress(i / per_cell - begin + 1, end - begin);
+      });
   if (unminimized_by_budget_ > 0)
     for (ReportAudit& a : report_.audits)
       a.notes.push_back(fmt::format("minimization budget of {:g} s spent: {} new raw signatures kept their "

@@ -2,17 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <ctime>
 #include <fmt/format.h>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <stdexcept>
-#include <thread>
 
 #include "harness/campaign/corpus.h"
+#include "harness/campaign/ordered_pool.h"
 #include "harness/campaign/stop_request.h"
 #include "harness/run/backward_runner.h"
 #include "harness/run/gpu/gpu_run.h"
@@ -370,69 +368,15 @@ Report Campaign::run() {
   };
   std::string stop_reason = "cases";
 
-  if (o_.jobs <= 1) {
-    for (int64_t i = begin; i < end; ++i) {
-      if (stop_reason_now(stop_reason)) break;
-      CaseWork w = run_case(o_, runner_, i);
-      consume(w);
-      after_case();
-    }
-    return finish(stop_reason);
-  }
-
   // Workers take indices in order and may run ahead of the consumer by a
   // bounded window; the consumer takes results strictly in index order.
-  std::mutex mu;
-  std::condition_variable ready, room;
-  std::map<int64_t, CaseWork> done;
-  int64_t next = begin, wanted = begin;
-  bool stop = false;
-  const int64_t window = int64_t(o_.jobs) * kLookaheadPerJob;
-  auto worker = [&] {
-    for (;;) {
-      int64_t i;
-      {
-        std::unique_lock lock(mu);
-        room.wait(lock, [&] { return stop || next >= end || next < wanted + window; });
-        if (stop || next >= end) return;
-        i = next++;
-      }
-      CaseWork w = run_case(o_, runner_, i);
-      std::lock_guard lock(mu);
-      done.emplace(i, std::move(w));
-      ready.notify_all();
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int j = 0; j < o_.jobs; ++j) threads.emplace_back(worker);
-  auto stop_workers = [&] {
-    {
-      std::lock_guard lock(mu);
-      stop = true;
-    }
-    room.notify_all();
-    for (std::thread& t : threads) t.join();
-  };
-  try {
-    for (int64_t i = begin; i < end; ++i) {
-      if (stop_reason_now(stop_reason)) break;
-      CaseWork w;
-      {
-        std::unique_lock lock(mu);
-        ready.wait(lock, [&] { return done.count(i) > 0; });
-        auto node = done.extract(i);
-        w = std::move(node.mapped());
-        wanted = i + 1;
-      }
-      room.notify_all();
-      consume(w);
-      after_case();
-    }
-  } catch (...) {
-    stop_workers();
-    throw;
-  }
-  stop_workers();
+  run_in_order(
+      begin, end, o_.jobs, int64_t(o_.jobs) * kLookaheadPerJob, [&](int64_t i) { return run_case(o_, runner_, i); },
+      [&](int64_t) { return !stop_reason_now(stop_reason); },
+      [&](int64_t, CaseWork&& w) {
+        consume(w);
+        after_case();
+      });
   return finish(stop_reason);
 }
 

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -42,6 +43,7 @@ std::string exec_path() {
 std::mutex g_record_mu;
 bool g_device_seen = false;
 std::string g_lost_reason;
+std::atomic<int64_t> g_workers_started{0};
 // How an `unsupported` detail says the device was lost.
 constexpr std::string_view kLostPrefix = "the GPU was lost: ";
 
@@ -140,6 +142,7 @@ class WorkerClient {
     close(sv[1]);
     pid_ = pid;
     fd_ = sv[0];
+    ++g_workers_started;
     std::vector<uint8_t> hello;
     if (read_frame(fd_, &hello, kStartTimeoutSeconds) != ReadResult::Ok) {
       *why = "the worker process did not start" + (exe.empty() ? std::string() : " (" + exe + " worker)");
@@ -380,5 +383,7 @@ WorkerRun run_backward_in_worker(const afz_backward_kernel& k, afz_backward_prob
 int worker_pid() { return this_thread_client().pid(); }
 
 void stop_worker() { this_thread_client().shut_down(); }
+
+int64_t workers_started() { return g_workers_started.load(); }
 
 }  // namespace afz::gpu

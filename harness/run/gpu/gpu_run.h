@@ -15,6 +15,8 @@
 // address the harness passes, so a kernel object must exist (unchanged) when
 // the worker is forked: stop_worker() first when it was made later (tests).
 #pragma once
+
+#include <cstdint>
 #include <string>
 
 #include "harness/case/materialize.h"
@@ -71,5 +73,8 @@ WorkerRun run_backward_in_worker(const afz_backward_kernel& k, afz_backward_prob
 int worker_pid();
 // Ends this thread's worker (the next case starts a fresh one).
 void stop_worker();
+// Worker processes this process has started, all threads together: each
+// start costs a CUDA context and the plugins' loading (seconds with libtorch).
+int64_t workers_started();
 
 }  // namespace afz::gpu

@@ -141,7 +141,7 @@ TEST_F(GpuLost, AuditStopsWithANoteInEveryMatrix) {
   EXPECT_TRUE(shown);
 }
 
-TEST_F(GpuLost, AuditStopsAtTheNextChunkAfterALossMidSweep) {
+TEST_F(GpuLost, AuditStopsAtTheNextCellAfterALossMidSweep) {
   lose_gpu_at_call(3);
   AuditOptions o;
   o.kernels = {{&cpu_kernel.k, "builtin"}};
@@ -150,10 +150,10 @@ TEST_F(GpuLost, AuditStopsAtTheNextChunkAfterALossMidSweep) {
   EXPECT_EQ(r.run.stop_reason, "gpu lost");
   ASSERT_EQ(r.audits.size(), 1u);
   ASSERT_FALSE(r.audits[0].notes.empty());
-  // jobs 1: one chunk of 8 cases, one per cell, ran whole; nothing of it was lost.
+  // jobs 1: the third cell's call met the loss and ran whole; the sweep stops before the fourth.
   EXPECT_EQ(r.audits[0].notes.back(),
-            fmt::format("stopped: the GPU was lost after 8 cells: {}; the cells since then were not run", kGone));
-  EXPECT_EQ(r.run.cases, 8);
+            fmt::format("stopped: the GPU was lost after 3 cells: {}; the cells since then were not run", kGone));
+  EXPECT_EQ(r.run.cases, 3);
 }
 
 TEST_F(GpuLost, ConventionsStopAndSayHowFarTheyGot) {

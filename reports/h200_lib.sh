@@ -1,0 +1,22 @@
+# Shared preamble of the H200 scripts (sourced): results under $OUT/$1,
+# tarred into $OUT/$1.tgz on exit; step/left helpers; the carried binaries.
+# Expects `deadline` (in $SECONDS) to be set by the caller.
+h200_begin() {  # name
+  pids=()  # background jobs by pid: a bare `wait` would wait for the tee below too
+  R=$OUT/$1
+  mkdir -p "$R"
+  exec > >(tee "$R/log.txt") 2>&1
+  trap "sleep 1; tar czf \"\$OUT/$1.tgz\" -C \"\$OUT\" $1 && rm -rf \"\$OUT/$1\"" EXIT
+  export LD_LIBRARY_PATH=$PWD/.carry${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  AF=$PWD/.carry/attnfuzz
+  export PATH=/opt/torch/.venv/bin:$PATH
+  step machine
+  git log -1 --format='commit %H %s' 2>/dev/null || true
+  nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
+  nproc
+  TP=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+  TORCH_CUDNN=$(python3 -c 'import nvidia.cudnn,os;print(os.path.join(list(nvidia.cudnn.__path__)[0],"lib","libcudnn.so.9"))')
+  python3 -c 'import torch;print("torch",torch.__version__,"cudnn",torch.backends.cudnn.version())'
+}
+step() { printf '\n=== %s  (%s, %d s in)\n' "$*" "$(date +%T)" "$SECONDS"; }
+left() { echo $((deadline - SECONDS)); }

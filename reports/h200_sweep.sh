@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The rest of the production forward matrices (issue 12) on the H200 in one
+# device-tool command: shards run one after another per group until the
+# deadline, the cuDNN-direct group (system cuDNN) beside the libtorch group
+# (built there first), then every case saved is re-run with
+# `attnfuzz --determinism repro`.  A shard the deadline cuts says so in its
+# log ("sweep stopped by --sweep-time after X of Y cells"): the cells it ran
+# are the first X of its range.
+# attnfuzz and MPFR/GMP are built on a CPU machine for sm_90a and carried in
+# .carry/ (reports/production/README.md: the call).  Results: $OUT/sweep.tgz.
+# Usage: reports/h200_sweep.sh DEADLINE_SECONDS
+#   CUDNN_SHARDS ("2/5 3/5 4/5"), TORCH_SHARDS ("2/10 ... 9/10"): shards in run order
+#   CUDNN_JOBS (7), TORCH_JOBS (9), REPRO_S (seconds kept for the re-runs, 90)
+set -u
+deadline=$((SECONDS + ${1:-560}))
+repro_s=${REPRO_S:-90}
+. "$(dirname "$0")/h200_lib.sh"
+h200_begin sweep
+
+# One group's shards in order, each with the sweep time the group has left.
+# A SIGTERM ends an audit at a case boundary with its report written.
+group() {  # name jobs "shards" kernels [--kernel-lib ...]
+  local name=$1 jobs=$2 shards=$3 kernels=$4; shift 4
+  for s in $shards; do
+    local budget=$(($(left) - repro_s - 15))
+    [ $budget -lt 20 ] && { echo "$name: no time for shard $s"; continue; }
+    local d="$R/${name}_${s/\//of}"
+    echo "$name shard $s: sweep time $budget s ($(date +%T))"
+    timeout -k 40 $((budget + 60)) $AF "$@" audit --kernel "$kernels" --time 4 --sweep-time $budget \
+      --shard $s --jobs $jobs --minimize-time 2 --minimize-budget 20 --out "$d" > "$d.log" 2>&1
+    echo "$name shard $s audit rc=$? ($(date +%T)): $(grep -m1 'cases in' "$d.log")"
+    grep 'sweep stopped' "$d.log" | head -1
+  done
+}
+repro() {  # name libs...: every case the group saved, twice each for identical bits
+  local name=$1; shift
+  local files=("$R"/${name}_*/corpus/*.case)
+  [ -f "${files[0]}" ] || { echo "$name: no saved cases"; return; }
+  timeout -k 10 $(($(left) - 10)) $AF "$@" --determinism repro --jobs "${REPRO_JOBS:-6}" "${files[@]}" \
+    > "$R/repro_$name.txt" 2>&1
+  echo "$name repro rc=$? (${#files[@]} cases, $(grep -c ': pass' "$R/repro_$name.txt") pass)"
+}
+
+step "cuDNN direct (system cuDNN) starts: shards ${CUDNN_SHARDS:-2/5 3/5 4/5}"
+$AF kernels > "$R/kernels_system_cudnn.txt" 2>&1; grep -A1 '^cudnn' "$R/kernels_system_cudnn.txt"
+( group cudnn "${CUDNN_JOBS:-7}" "${CUDNN_SHARDS:-2/5 3/5 4/5}" cudnn.sdpa,cudnn.sdpa.raw ) > "$R/cudnn_group.log" 2>&1 &
+pids+=($!)
+
+step "build the libtorch plugin"
+B=/tmp/build-torch
+( cmake -S kernels/torch -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" &&
+  cmake --build $B -j 6 --target attnfuzz_torch ) > "$R/torch_build.log" 2>&1 || tail -30 "$R/torch_build.log"
+TL=$(ls $B/libattnfuzz_torch.so 2>/dev/null)
+echo "plugin: ${TL:-none}"
+TORCH_KERNELS=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
+if [ -n "$TL" ]; then
+  # One process, one libcudnn.so.9: with libtorch loaded, PyTorch's cuDNN.
+  export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
+  $AF --kernel-lib "$TL" kernels > "$R/kernels.txt" 2>&1
+  grep -A2 '^torch' "$R/kernels.txt" | head -40
+  step "libtorch kernels start: shards ${TORCH_SHARDS:-2/10 3/10 4/10 5/10 6/10 7/10 8/10 9/10}"
+  ( group torch "${TORCH_JOBS:-9}" "${TORCH_SHARDS:-2/10 3/10 4/10 5/10 6/10 7/10 8/10 9/10}" $TORCH_KERNELS \
+      --kernel-lib "$TL" ) > "$R/torch_group.log" 2>&1 &
+  pids+=($!)
+fi
+
+step "waiting for the groups"
+wait "${pids[@]}"
+pids=()
+cat "$R/cudnn_group.log" "$R/torch_group.log" 2>/dev/null
+for f in "$R"/*of*.log; do echo "--- $f"; grep -A3 '^cudnn\.\|^torch\.' "$f" | grep -v '^ *unsupported\|minimization' | head -30; done
+
+step "every case saved, re-run on the H200 ($(left) s left)"
+( unset ATTNFUZZ_CUDNN_LIB; repro cudnn ) & pids+=($!)
+[ -n "$TL" ] && { repro torch --kernel-lib "$TL" & pids+=($!); }
+wait "${pids[@]}"
+step done
