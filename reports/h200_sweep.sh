@@ -9,13 +9,21 @@
 # attnfuzz and MPFR/GMP are built on a CPU machine for sm_90a and carried in
 # .carry/ (reports/production/README.md: the call).  Results: $OUT/sweep.tgz.
 # Usage: reports/h200_sweep.sh DEADLINE_SECONDS
-#   CUDNN_SHARDS ("2/5 3/5 4/5"), TORCH_SHARDS ("2/10 ... 9/10"): shards in run order
+#   CUDNN_SHARDS ("2/5 3/5 4/5"), TORCH_SHARDS ("2/10 ... 9/10"): shards (K/N) or cell
+#   ranges (A-B, for `audit --cells`) in run order
 #   CUDNN_JOBS (7), TORCH_JOBS (9), REPRO_S (seconds kept for the re-runs, 90)
 set -u
 deadline=$((SECONDS + ${1:-560}))
 repro_s=${REPRO_S:-90}
 . "$(dirname "$0")/h200_lib.sh"
 h200_begin sweep
+# The GPU kernels need no CPU threads: one OpenMP thread per worker process
+# (libtorch would start one per core in each of them).
+export OMP_NUM_THREADS=1
+# What the machine is busy with while the audits run: CPU (vmstat) and GPU
+# (SM and memory utilization) every 10 s.
+vmstat -t 10 > "$R/vmstat.txt" 2>&1 & samplers=($!)
+nvidia-smi dmon -s u -d 10 > "$R/gpu_util.txt" 2>&1 & samplers+=($!)
 
 # One group's shards in order, each with the sweep time the group has left.
 # A SIGTERM ends an audit at a case boundary with its report written.
@@ -24,11 +32,13 @@ group() {  # name jobs "shards" kernels [--kernel-lib ...]
   for s in $shards; do
     local budget=$(($(left) - repro_s - 15))
     [ $budget -lt 20 ] && { echo "$name: no time for shard $s"; continue; }
-    local d="$R/${name}_${s/\//of}"
-    echo "$name shard $s: sweep time $budget s ($(date +%T))"
+    # K/N is a shard; A-B the cells [A, B) (the rest of a shard a deadline cut).
+    local sel=(--shard "$s") d="$R/${name}_${s/\//of}"
+    [[ $s == *-* ]] && { sel=(--cells "$s"); d="$R/${name}_cells_$s"; }
+    echo "$name ${sel[*]}: sweep time $budget s ($(date +%T))"
     timeout -k 40 $((budget + 60)) $AF "$@" audit --kernel "$kernels" --time 4 --sweep-time $budget \
-      --shard $s --jobs $jobs --minimize-time 2 --minimize-budget 20 --out "$d" > "$d.log" 2>&1
-    echo "$name shard $s audit rc=$? ($(date +%T)): $(grep -m1 'cases in' "$d.log")"
+      "${sel[@]}" --jobs $jobs --minimize-time 2 --minimize-budget 20 --out "$d" > "$d.log" 2>&1
+    echo "$name ${sel[*]} audit rc=$? ($(date +%T)): $(grep -m1 'cases in' "$d.log")"
     grep 'sweep stopped' "$d.log" | head -1
   done
 }
@@ -68,10 +78,12 @@ step "waiting for the groups"
 wait "${pids[@]}"
 pids=()
 cat "$R/cudnn_group.log" "$R/torch_group.log" 2>/dev/null
-for f in "$R"/*of*.log; do echo "--- $f"; grep -A3 '^cudnn\.\|^torch\.' "$f" | grep -v '^ *unsupported\|minimization' | head -30; done
+for f in "$R"/*of*.log "$R"/*cells_*.log; do
+  [ -f "$f" ] || continue echo "--- $f"; grep -A3 '^cudnn\.\|^torch\.' "$f" | grep -v '^ *unsupported\|minimization' | head -30; done
 
 step "every case saved, re-run on the H200 ($(left) s left)"
 ( unset ATTNFUZZ_CUDNN_LIB; repro cudnn ) & pids+=($!)
 [ -n "$TL" ] && { repro torch --kernel-lib "$TL" & pids+=($!); }
 wait "${pids[@]}"
+kill "${samplers[@]}" 2>/dev/null
 step done

@@ -343,6 +343,8 @@ class Audit {
     if (o.cases_per_cell < 1) throw std::runtime_error("audit: --cases-per-cell must be at least 1");
     if (o.shards < 1 || o.shard < 0 || o.shard >= o.shards)
       throw std::runtime_error(fmt::format("audit: shard {} of {} does not exist", o.shard, o.shards));
+    if (o.end_cell >= 0 && (o.first_cell < 0 || o.first_cell >= o.end_cell))
+      throw std::runtime_error(fmt::format("audit: cells {}-{} is an empty range", o.first_cell, o.end_cell));
     if (!o.corpus_dir.empty()) {
       std::string error;
       corpus_ = Corpus::open(o.corpus_dir, &error);
@@ -713,7 +715,14 @@ Report Audit::run() {
   const int64_t stride = o_.interleave_cells ? interleave_stride(cells) : 1;
   // __int128: slot * stride overflows int64 past 3e9 cells x stride.
   auto cell_at = [&](int64_t slot) { return int64_t((__int128(slot) * stride) % cells); };
-  const int64_t begin = cells * o_.shard / o_.shards, end = cells * (o_.shard + 1) / o_.shards;
+  int64_t begin = cells * o_.shard / o_.shards, end = cells * (o_.shard + 1) / o_.shards;
+  if (o_.end_cell >= 0) {
+    if (o_.end_cell > cells)
+      throw std::runtime_error(fmt::format("audit: --cells {}-{} passes the matrix's {} cells", o_.first_cell,
+                                           o_.end_cell, cells));
+    begin = o_.first_cell;
+    end = o_.end_cell;
+  }
   const int64_t per_cell = o_.cases_per_cell;
   // A lost GPU stops the sweep as a stop request does; the cells computed
   // ahead that lost a kernel's outcome to it count as not run.

@@ -90,6 +90,10 @@ struct AuditOptions {
   std::string command;
   // Sweep shards: this process runs the cells [K*cells/N, (K+1)*cells/N).
   int shard = 0, shards = 1;
+  // Or the cells [first_cell, end_cell) of the matrix, in the order shards
+  // cut it (--cells A-B): the rest of a sweep a deadline cut ("after X of
+  // Y cells": its range's first cell + X onwards).  end_cell < 0: unused.
+  int64_t first_cell = 0, end_cell = -1;
   // Called after each sweep cell is consumed (cells done, cells in all) and
   // once per new failure signature.
   std::function<void(int64_t, int64_t)> on_sweep_progress;

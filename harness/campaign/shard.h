@@ -32,4 +32,11 @@ struct CaseRange {
 // Shard K's part of the campaign [first, first + cases).
 CaseRange shard_range(const ShardSpec& s, int64_t first, int64_t cases);
 
+// `--cells A-B` of an audit: the matrix cells [A, B), 0 <= A < B.
+struct CellRange {
+  int64_t first = 0, end = 0;
+};
+// nullopt and a one-line *error for anything but two whole numbers A < B.
+std::optional<CellRange> parse_cell_range(std::string_view text, std::string* error);
+
 }  // namespace afz

@@ -30,7 +30,7 @@ struct AuditArgs {
   std::string sweep_time;
   int cases_per_cell = 1;
   uint64_t seed = 1;
-  std::string out, corpus, shard;
+  std::string out, corpus, shard, cells;
   int jobs = 0;
   int minimize_runs = MinimizeOptions{}.max_runs;
   double minimize_time = MinimizeOptions{}.max_seconds;
@@ -57,6 +57,14 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
     if (!s) throw BadInput{error};
     o.shard = s->index;
     o.shards = s->count;
+  }
+  if (!a.cells.empty()) {
+    std::string error;
+    const std::optional<CellRange> r = parse_cell_range(a.cells, &error);
+    if (!r) throw BadInput{error};
+    if (!a.shard.empty()) throw BadInput{"audit: --cells and --shard both pick the cells: give one"};
+    o.first_cell = r->first;
+    o.end_cell = r->end;
   }
 
   // SIGINT/SIGTERM (a CI timeout) ends the run at a case boundary with its report written.
@@ -136,6 +144,8 @@ Action add_audit_command(CLI::App& app, Globals& g) {
       ->required();
   sub->add_option("--corpus", a->corpus, "where the failing cells' minimized repros are saved (default OUT/corpus)");
   sub->add_option("--shard", a->shard, "K/N: sweep only the K-th (from 0) of N contiguous parts of the cells");
+  sub->add_option("--cells", a->cells,
+                  "A-B: sweep only the cells [A, B) in shard order (to resume a sweep a time limit cut)");
   sub->add_option("--jobs,-j", a->jobs, "worker threads (0: one per core); results do not depend on it")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));

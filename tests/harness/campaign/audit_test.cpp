@@ -288,12 +288,46 @@ TEST(Audit, NotesWhereDeclaredConventionsDiffer) {
   ADD_FAILURE() << "the terminal summary should name the differences";
 }
 
+// --cells A-B resumes a cut sweep: the cells a time limit cut from a
+// shard, run as a range, give that shard's matrix exactly.
+TEST(Audit, CellRangesResumeAShard) {
+  const afz_kernel k = narrow(testing::mutant_kernel(), "mutant.narrow");
+  const Runner runner(RunOptions{});
+  const Report whole = run_audit(options({&k}, kAddNegInfShard), runner);
+  const int64_t cells = int64_t(kNarrowRows * generator_table().size()), begin = cells * kAddNegInfShard / kShards,
+                end = cells * (kAddNegInfShard + 1) / kShards, cut = begin + (end - begin) / 3;
+  std::vector<ReportAuditCell> joined;
+  for (auto [a, b] : {std::pair(begin, cut), std::pair(cut, end)}) {
+    AuditOptions o = options({&k}, 0);
+    o.shards = 1;
+    o.first_cell = a;
+    o.end_cell = b;
+    const Report part = run_audit(o, runner);
+    EXPECT_EQ(part.run.cases, b - a);
+    joined.insert(joined.end(), part.audits[0].cells.begin(), part.audits[0].cells.end());
+  }
+  const std::vector<ReportAuditCell>& want = whole.audits[0].cells;
+  ASSERT_EQ(joined.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(joined[i].row, want[i].row);
+    EXPECT_EQ(joined[i].column, want[i].column);
+    EXPECT_EQ(joined[i].status, want[i].status) << want[i].row << " x " << want[i].column;
+  }
+}
+
 TEST(Audit, RejectsUnusableOptions) {
   const Runner runner(RunOptions{});
   const afz_kernel& k = testing::correct_kernel();
   AuditOptions o = options({&k}, 0);
   o.shard = o.shards;
   EXPECT_THROW(run_audit(o, runner), std::runtime_error);
+  o = options({&k}, 0);
+  o.first_cell = 5;
+  o.end_cell = 5;
+  EXPECT_THROW(run_audit(o, runner), std::runtime_error) << "an empty range";
+  o.first_cell = 0;
+  o.end_cell = int64_t(kNarrowRows * generator_table().size()) * 100;
+  EXPECT_THROW(run_audit(o, runner), std::runtime_error) << "past the matrix";
   EXPECT_THROW(run_audit(options({}, 0), runner), std::runtime_error);
 }
 

@@ -22,6 +22,19 @@ TEST(Shard, ParsesKOfN) {
   }
 }
 
+TEST(Shard, ParsesCellRanges) {
+  std::string error;
+  const std::optional<CellRange> r = parse_cell_range("9184-11527", &error);
+  ASSERT_TRUE(r) << error;
+  EXPECT_EQ(r->first, 9184);
+  EXPECT_EQ(r->end, 11527);
+  for (const char* bad : {"", "5", "5-5", "6-5", "-1-4", "a-b", "1-2-3", "1- 2", "1/2"}) {
+    error.clear();
+    EXPECT_FALSE(parse_cell_range(bad, &error)) << bad;
+    EXPECT_NE(error.find("--cells"), std::string::npos) << bad << ": " << error;
+  }
+}
+
 // The N ranges follow one another without gap or overlap from `first`,
 // cover every case, and differ in size by at most one.
 TEST(Shard, RangesPartitionTheCampaign) {
