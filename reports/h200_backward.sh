@@ -79,7 +79,7 @@ B=/tmp/build-torch
   cmake --build $B -j 8 --target attnfuzz_torch ) > "$R/torch_build.log" 2>&1 || tail -30 "$R/torch_build.log"
 TL=$(ls $B/libattnfuzz_torch.so 2>/dev/null)
 echo "plugin: ${TL:-none}"
-TORCH_BWD=torch.flash,torch.efficient,torch.cudnn,torch.math
+TORCH_BWD=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
 if [ -n "$TL" ]; then
   export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN  # one process, one libcudnn.so.9
   $AF --kernel-lib "$TL" kernels > "$R/kernels.txt" 2>&1

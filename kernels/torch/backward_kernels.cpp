@@ -19,7 +19,7 @@
 namespace afz::torchk {
 namespace {
 
-enum class Kind { Flash, Efficient, Cudnn, Math };
+enum class Kind { Flash, Efficient, Cudnn, Math, FlashVarlen };
 
 // The memory-efficient forward returns its LSE with the query dimension
 // padded to a multiple of 32 (kAlignLSE), and its backward reads it in
@@ -33,6 +33,17 @@ constexpr size_t kGradQ = 0, kGradK = 1, kGradV = 2;
 // and the memory-efficient kernel; cuDNN's backward checks that every tensor
 // is on the inputs' device, so it gets device ones.
 at::Tensor no_philox() { return at::empty({}, at::TensorOptions().dtype(at::kLong)); }
+// aten::_flash_attention_backward names these two (philox_seed,
+// philox_offset) in some versions and (rng_state, unused) in later ones,
+// the same tensors in the same places: both spellings, neither required,
+// so the schema picks the one it has (Op::call fails on a schema with
+// neither: "no value for argument ...").
+std::vector<Arg> flash_no_philox() {
+  std::vector<Arg> args;
+  for (const char* name : {"philox_seed", "philox_offset", "rng_state", "unused"})
+    args.push_back({name, no_philox(), /*required=*/false});
+  return args;
+}
 at::Tensor no_philox_on(at::Device device) { return at::zeros({1}, at::TensorOptions().dtype(at::kLong).device(device)); }
 // [n][H][s][d] with the memory layout the memory-efficient forward gives its
 // output ([n][s][H][d] contiguous, viewed as [n][H][s][d]): an exact copy.
@@ -52,10 +63,14 @@ struct BackwardBuiltin final : BackwardBackend {
 
   std::string missing() const override { return op.missing(); }
   bool needs_autograd() const override { return kind == Kind::Math; }
+  bool packed() const override { return kind == Kind::FlashVarlen; }
   CallResult run_slice(const BackwardTensors& t, const BackwardSlice& in, SliceGrads* out) const override;
+  CallResult run_packed(const BackwardTensors& t, const PackedBackward& in, PackedGrads* out) const override;
 
  private:
-  CallResult grads_from(const CallResult& r, SliceGrads* out) const {
+  // SliceGrads or PackedGrads: dq, dk, dv from the schema's first three returns.
+  template <class Grads>
+  CallResult grads_from(const CallResult& r, Grads* out) const {
     if (std::string e = tensor_output(r, kGradQ, "grad_query", &out->dq); !e.empty()) return op.bad_output(e);
     if (std::string e = tensor_output(r, kGradK, "grad_key", &out->dk); !e.empty()) return op.bad_output(e);
     if (std::string e = tensor_output(r, kGradV, "grad_value", &out->dv); !e.empty()) return op.bad_output(e);
@@ -130,7 +145,26 @@ CallResult BackwardBuiltin::run_slice(const BackwardTensors& t, const BackwardSl
       break;
     }
     case Kind::Math: break;
+    case Kind::FlashVarlen: return op.bad_output("a packed operator has no fixed-length call");
   }
+  const CallResult r = op.call(args);
+  if (r.status != CallResult::Ok) return r;
+  return grads_from(r, out);
+}
+
+// FlashAttention-2's varlen backward (mha_varlen_bwd) on the packed batch,
+// as aten::_flash_attention_backward calls it when cum_seq_q is defined;
+// the lengths and the band as the forward adapter passes them.
+CallResult BackwardBuiltin::run_packed(const BackwardTensors& t, const PackedBackward& in, PackedGrads* out) const {
+  std::vector<Arg> args = flash_varlen_args(*t.p, in.cu_seqlens_q, in.cu_seqlens_k, in.max_q, in.max_k);
+  args.insert(args.end(), {{"grad_out", in.dout},
+                           {"query", in.q},
+                           {"key", in.k},
+                           {"value", in.v},
+                           {"out", in.out},
+                           {"logsumexp", lse_in_convention(in.lse, forward_empty_lse).contiguous()}});
+  const std::vector<Arg> philox = flash_no_philox();
+  args.insert(args.end(), philox.begin(), philox.end());
   const CallResult r = op.call(args);
   if (r.status != CallResult::Ok) return r;
   return grads_from(r, out);
@@ -175,13 +209,19 @@ int supports(const afz_backward_kernel* self, const afz_backward_problem* bp, ch
     why = std::string("the operator takes O in its input dtype (") + dtype_label(p.q.dtype) + "), not " +
           dtype_label(bp->out.dtype);
   if (why.empty()) why = alignment_refusal(p, b.native_alignment, b.op.name);
-  // FlashAttention-2's backward sums a GQA group's dK, dV from per-head
-  // tensors already rounded to the input dtype, and the memory-efficient
-  // path would need the K/V heads repeated and their gradients summed
-  // outside the kernel: neither is the one rounding the bound charges.
-  if (why.empty() && p.heads_q != p.heads_kv && (b.kind == Kind::Flash || b.kind == Kind::Efficient))
-    why = std::string(b.op.name) + ": grouped-query gradients would be summed from per-head gradients rounded to " +
-          dtype_label(p.q.dtype) + ", a rounding per head the bound does not model";
+  // GQA: FlashAttention-2 (flash, flash_varlen) and cuDNN take fewer K/V
+  // heads natively; FlashAttention-2 writes each query head's dK, dV in the
+  // input dtype and sums the group (flash_api.cpp, mha_bwd and
+  // mha_varlen_bwd: dk_expanded, at::sum_out), the per-head rounding the
+  // bound charges a kernel declaring AFZ_CAP_GRADS_IN_INPUT_DTYPE.  The
+  // memory-efficient backward takes one head count for q, k and v
+  // (_efficient_attention_backward checks query.size(2) == key.size(2)) and
+  // sdpa never sends it GQA (sdp_utils.cpp: check_batch_size_and_num_heads_dense
+  // <false>): the K/V heads would be repeated and dK, dV summed by this
+  // adapter, which is not the library under test.
+  if (why.empty() && p.heads_q != p.heads_kv && b.kind == Kind::Efficient)
+    why = std::string(b.op.name) + " takes one head count for q, k and v: a grouped-query dK, dV would be summed "
+          "by the adapter, not by the library";
   if (why.empty()) return 0;
   write_message(reason, len, why);
   return 1;
@@ -214,7 +254,8 @@ Entry* entries(size_t* count) {
   static Entry table[] = {
       {"torch.flash",
        "PyTorch aten::_scaled_dot_product_flash_attention_backward (vendored FlashAttention-2): fp16/bf16, head_dim "
-       "8..256 step 8, causal bottom-right, no GQA (see supports), gradients in the input dtype, dQ by atomics",
+       "8..256 step 8, causal bottom-right, GQA native (per-head dK, dV summed), gradients in the input dtype, dQ by "
+       "atomics",
        BackwardBuiltin(Kind::Flash, "aten::_scaled_dot_product_flash_attention_backward", AFZ_ALIGN_BOTTOM_RIGHT,
                        kFlashConventions.empty_lse),
        {backward_caps(kFused) | kFusedBackward, kHalfTypes, kHalfTypes, kFusedMinHeadDim, kFlashMaxHeadDim,
@@ -222,8 +263,8 @@ Entry* entries(size_t* count) {
        kFlashPrecision, kFlashConventions},
       {"torch.efficient",
        "PyTorch aten::_scaled_dot_product_efficient_attention_backward (CUTLASS memory-efficient): fp16/bf16, "
-       "head_dim multiple of 8, causal top-left, boolean and additive masks as a 16-bit attn_bias, no GQA, "
-       "gradients in the input dtype",
+       "head_dim multiple of 8, causal top-left, boolean and additive masks as a 16-bit attn_bias, no GQA (see "
+       "supports), gradients in the input dtype",
        BackwardBuiltin(Kind::Efficient, "aten::_scaled_dot_product_efficient_attention_backward", AFZ_ALIGN_TOP_LEFT,
                        kEfficientConventions.empty_lse),
        {backward_caps(kFused | kMasks | AFZ_CAP_DV_NE_D) | kFusedBackward, kHalfTypes, kHalfTypes, kFusedMinHeadDim,
@@ -247,6 +288,15 @@ Entry* entries(size_t* count) {
             AFZ_CAP_GRADS_IN_INPUT_DTYPE,
         kMathTypes, kMathTypes, 1, kNoHeadDimLimit, 1, 0},
        kMathPrecision, kMathConventions},
+      {"torch.flash_varlen",
+       "PyTorch aten::_flash_attention_backward on packed tokens with cumulative sequence lengths (FlashAttention-2 "
+       "mha_varlen_bwd): fp16/bf16, head_dim 8..256 step 8, causal and sliding windows bottom-right, GQA native "
+       "(per-head dK, dV summed), zero-length sequences, gradients in the input dtype, dQ by atomics",
+       BackwardBuiltin(Kind::FlashVarlen, "aten::_flash_attention_backward", AFZ_ALIGN_BOTTOM_RIGHT,
+                       kFlashConventions.empty_lse),
+       {backward_caps(kFused | AFZ_CAP_WINDOW) | kFusedBackward, kHalfTypes, kHalfTypes, kFusedMinHeadDim,
+        kFlashMaxHeadDim, kFusedHeadDimMultiple, 0},
+       kFlashPrecision, kFlashConventions},
   };
   *count = sizeof table / sizeof table[0];
   return table;

@@ -1,6 +1,7 @@
 // The backward passes of PyTorch's attention backends as attnfuzz backward
 // kernels, under the forward kernels' names (torch.flash, torch.efficient,
-// torch.cudnn, torch.math), so `--pass both` pairs each with its forward.
+// torch.cudnn, torch.math, torch.flash_varlen), so `--pass both` pairs each
+// with its forward.
 #pragma once
 #include <vector>
 

@@ -4,8 +4,10 @@
 
 #include <limits>
 #include <optional>
+#include <tuple>
 
 #include "messages.h"
+#include "packed_tokens.h"
 #include "problem_run.h"
 #include "torch_cuda.h"
 #include "torch_views.h"
@@ -37,6 +39,16 @@ BackwardTensors view_backward(const afz_backward_problem& bp, at::Device device)
   return t;
 }
 
+// A sequence with keys but no queries: no row sees its keys, so their
+// gradients are exactly 0 (padding rows past seqlen_k stay unwritten).
+void zero_unseen_keys(const BackwardTensors& t) {
+  for (size_t b = 0; b < t.seqlens_q.size(); ++b)
+    if (t.seqlens_q[b] == 0 && t.seqlens_k[b] > 0) {
+      t.dk.select(0, int64_t(b)).narrow(1, 0, t.seqlens_k[b]).zero_();
+      t.dv.select(0, int64_t(b)).narrow(1, 0, t.seqlens_k[b]).zero_();
+    }
+}
+
 CallResult run_slices(const BackwardBackend& backend, const BackwardTensors& t) {
   for (const Slice& s : plan_slices(t.seqlens_q, t.seqlens_k)) {
     auto rows = [&](const at::Tensor& x, int64_t len) { return x.narrow(0, s.b0, s.n).narrow(2, 0, len); };
@@ -63,13 +75,39 @@ CallResult run_slices(const BackwardBackend& backend, const BackwardTensors& t) 
           !e.empty())
         return CallResult::failed(e);
   }
-  // A sequence with keys but no queries is no slice: no row sees its keys,
-  // so their gradients are exactly 0 (padding rows past seqlen_k stay unwritten).
-  for (size_t b = 0; b < t.seqlens_q.size(); ++b)
-    if (t.seqlens_q[b] == 0 && t.seqlens_k[b] > 0) {
-      t.dk.select(0, int64_t(b)).narrow(1, 0, t.seqlens_k[b]).zero_();
-      t.dv.select(0, int64_t(b)).narrow(1, 0, t.seqlens_k[b]).zero_();
-    }
+  zero_unseen_keys(t);  // a sequence without queries is no slice
+  return {};
+}
+
+PackedBackward pack_backward(const BackwardTensors& t, const TokenPacking& queries, const TokenPacking& keys) {
+  PackedBackward in;
+  in.q = pack_tokens(t.q, queries);
+  in.k = pack_tokens(t.k, keys);
+  in.v = pack_tokens(t.v, keys);
+  in.dout = pack_tokens(t.dout, queries);
+  in.out = pack_tokens(t.out, queries);
+  in.lse = pack_lse_heads_by_tokens(t.lse, queries);
+  in.cu_seqlens_q = device_int32(queries.cumulative, t.device);
+  in.cu_seqlens_k = device_int32(keys.cumulative, t.device);
+  in.max_q = queries.max_length;
+  in.max_k = keys.max_length;
+  return in;
+}
+
+// One call on the whole batch; the operator itself handles sequences
+// without keys or without queries, so its gradients for them are judged.
+CallResult run_packed(const BackwardBackend& backend, const BackwardTensors& t) {
+  const TokenPacking queries = token_packing(t.seqlens_q), keys = token_packing(t.seqlens_k);
+  if (queries.total() == 0) {  // no query anywhere: no call, as the forward
+    zero_unseen_keys(t);
+    return {};
+  }
+  PackedGrads g;
+  CallResult r = backend.run_packed(t, pack_backward(t, queries, keys), &g);
+  if (r.status != CallResult::Ok) return r;
+  for (auto [packed, dst, pk, what] : {std::tuple{g.dq, t.dq, &queries, "dq"}, std::tuple{g.dk, t.dk, &keys, "dk"},
+                                       std::tuple{g.dv, t.dv, &keys, "dv"}})
+    if (std::string e = unpack_tokens(packed, dst, *pk, what); !e.empty()) return CallResult::failed(e);
   return {};
 }
 
@@ -106,7 +144,8 @@ int run_backward_backend(const BackwardBackend& backend, const afz_backward_prob
       r = CallResult::unsupported("torch " + torch_version() + " was built without CUDA");
     } else {
       StreamScope scope(bp->fwd->stream);
-      r = run_slices(backend, view_backward(*bp, at::Device(at::kCUDA, c10::DeviceIndex(scope.device_index()))));
+      const BackwardTensors t = view_backward(*bp, at::Device(at::kCUDA, c10::DeviceIndex(scope.device_index())));
+      r = backend.packed() ? run_packed(backend, t) : run_slices(backend, t);
     }
   } catch (const std::exception& e) {
     r = classify_exception(e);

@@ -101,24 +101,8 @@ CallResult Builtin::run_slice(const ProblemTensors& t, const SliceTensors& in, S
 
 CallResult Builtin::run_packed(const ProblemTensors& t, const PackedTensors& in, PackedOutputs* out) const {
   const afz_problem& p = *t.p;
-  const bool causal = is_causal_band(p);
-  std::vector<Arg> args = {{"query", in.q},
-                           {"key", in.k},
-                           {"value", in.v},
-                           {"cum_seq_q", in.cu_seqlens_q},
-                           {"cum_seq_k", in.cu_seqlens_k},
-                           {"max_q", c10::IValue(in.max_q)},
-                           {"max_k", c10::IValue(in.max_k)},
-                           {"dropout_p", c10::IValue(0.0)},
-                           {"is_causal", c10::IValue(causal)},
-                           {"return_debug_mask", c10::IValue(false)},
-                           {"scale", c10::IValue(double(p.scale))}};
-  if (has_band_mask(p) && !causal) {
-    // FlashAttention's convention: -1 is an unbounded side.
-    const int64_t left = p.window_left < 0 ? -1 : p.window_left, right = p.window_right < 0 ? -1 : p.window_right;
-    args.push_back({"window_size_left", c10::IValue(left)});
-    args.push_back({"window_size_right", c10::IValue(right)});
-  }
+  std::vector<Arg> args = flash_varlen_args(p, in.cu_seqlens_q, in.cu_seqlens_k, in.max_q, in.max_k);
+  args.insert(args.end(), {{"query", in.q}, {"key", in.k}, {"value", in.v}, {"return_debug_mask", false}});
   CallResult r = op.call(args);
   if (r.status != CallResult::Ok) return r;
   if (std::string e = tensor_output(r, 0, "output", &out->o); !e.empty()) return op.bad_output(e);

@@ -3,7 +3,7 @@
 //   attnfuzz_abi_version       the ABI these adapters were compiled against
 //   attnfuzz_configure         "ops=FILE[;ops=FILE...]": kernels from .ops files
 //   attnfuzz_kernels           the five built-in backends, then the .ops kernels
-//   attnfuzz_backward_kernels  the backward operators of four of them (backward_kernels.h)
+//   attnfuzz_backward_kernels  the backward operators of all five (backward_kernels.h)
 //   attnfuzz_library_version   "PyTorch 2.11.0, CUDA 13.0, cuDNN 91900"
 //
 // Everything else has hidden visibility (CMakeLists.txt), so two plugins, or

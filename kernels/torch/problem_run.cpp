@@ -2,9 +2,8 @@
 
 #include <c10/core/InferenceMode.h>
 
-#include <sstream>
-
 #include "messages.h"
+#include "packed_tokens.h"
 #include "torch_cuda.h"
 
 namespace afz::torchk {
@@ -75,28 +74,16 @@ CallResult run_slices(const Backend& backend, const ProblemTensors& t) {
 }
 
 PackedTensors pack(const ProblemTensors& t) {
+  const TokenPacking keys = token_packing(t.seqlens_k);
   PackedTensors pk;
-  const int64_t batch = int64_t(t.seqlens_q.size());
-  std::vector<at::Tensor> qs, ks, vs;
-  std::vector<int32_t> cu_q{0}, cu_k{0};
-  for (int64_t b = 0; b < batch; ++b) {
-    const int32_t sq = t.seqlens_q[size_t(b)], sk = t.seqlens_k[size_t(b)];
-    // [H][s][D] -> [s][H][D]: FlashAttention's token-major packing.
-    qs.push_back(t.q.select(0, b).narrow(1, 0, sq).transpose(0, 1));
-    ks.push_back(t.k.select(0, b).narrow(1, 0, sk).transpose(0, 1));
-    vs.push_back(t.v.select(0, b).narrow(1, 0, sk).transpose(0, 1));
-    pk.start_q.push_back(cu_q.back());
-    cu_q.push_back(cu_q.back() + sq);
-    cu_k.push_back(cu_k.back() + sk);
-    pk.max_q = std::max<int64_t>(pk.max_q, sq);
-    pk.max_k = std::max<int64_t>(pk.max_k, sk);
-  }
-  pk.total_q = cu_q.back();
-  pk.q = at::cat(qs, 0).contiguous();
-  pk.k = at::cat(ks, 0).contiguous();
-  pk.v = at::cat(vs, 0).contiguous();
-  pk.cu_seqlens_q = device_int32(cu_q, t.device);
-  pk.cu_seqlens_k = device_int32(cu_k, t.device);
+  pk.queries = token_packing(t.seqlens_q);
+  pk.q = pack_tokens(t.q, pk.queries);
+  pk.k = pack_tokens(t.k, keys);
+  pk.v = pack_tokens(t.v, keys);
+  pk.cu_seqlens_q = device_int32(pk.queries.cumulative, t.device);
+  pk.cu_seqlens_k = device_int32(keys.cumulative, t.device);
+  pk.max_q = pk.queries.max_length;
+  pk.max_k = keys.max_length;
   pk.want_lse = t.lse.defined();
   return pk;
 }
@@ -104,33 +91,28 @@ PackedTensors pack(const ProblemTensors& t) {
 CallResult run_packed(const Backend& backend, const ProblemTensors& t) {
   const afz_problem& p = *t.p;
   const PackedTensors pk = pack(t);
-  if (pk.total_q == 0) return {};  // no query anywhere: nothing to write
+  const int64_t total_q = pk.queries.total();
+  if (total_q == 0) return {};  // no query anywhere: nothing to write
   PackedOutputs out;
   CallResult r = backend.run_packed(t, pk, &out);
   if (r.status != CallResult::Ok) return r;
-  const std::vector<int64_t> o_shape = {pk.total_q, p.heads_q, p.head_dim_v};
-  if (!out.o.defined() || out.o.sizes() != at::IntArrayRef(o_shape))
-    return CallResult::failed("the operator returned O of shape " +
-                              (out.o.defined() ? shape_text(out.o.sizes()) : std::string("(none)")) + ", expected " +
-                              shape_text(o_shape));
+  if (std::string e = unpack_tokens(out.o, t.o, pk.queries, "O"); !e.empty())
+    return CallResult::failed(e);
   const bool write_lse = t.lse.defined();
   if (write_lse && !out.lse.defined()) return CallResult::failed("the operator returned no LSE");
   for (size_t b = 0; b < t.seqlens_q.size(); ++b) {
-    const int64_t sq = t.seqlens_q[b], start = pk.start_q[b];
-    if (sq == 0) continue;
-    const at::Tensor o_rows = out.o.narrow(0, start, sq).transpose(0, 1);  // [Hq][sq][Dv]
-    t.o.select(0, int64_t(b)).narrow(1, 0, sq).copy_(o_rows);
-    if (!write_lse) continue;
+    const int64_t sq = t.seqlens_q[b], start = pk.queries.start(b);
+    if (sq == 0 || !write_lse) continue;
     at::Tensor rows;  // [Hq][sq]
     const at::Tensor& l = out.lse;
     switch (out.lse_layout) {
       case PackedLse::HeadsByTokens:
-        if (l.dim() != 2 || l.size(0) != p.heads_q || l.size(1) < pk.total_q)
+        if (l.dim() != 2 || l.size(0) != p.heads_q || l.size(1) < total_q)
           return CallResult::failed("the operator returned a packed LSE of shape " + shape_text(l.sizes()));
         rows = l.narrow(1, start, sq);
         break;
       case PackedLse::TokensByHeads:
-        if (l.dim() != 2 || l.size(1) != p.heads_q || l.size(0) < pk.total_q)
+        if (l.dim() != 2 || l.size(1) != p.heads_q || l.size(0) < total_q)
           return CallResult::failed("the operator returned a packed LSE of shape " + shape_text(l.sizes()));
         rows = l.narrow(0, start, sq).transpose(0, 1);
         break;
@@ -146,20 +128,6 @@ CallResult run_packed(const Backend& backend, const ProblemTensors& t) {
 }
 
 }  // namespace
-
-std::string shape_text(at::IntArrayRef s) {
-  std::ostringstream out;
-  out << s;
-  return out.str();
-}
-
-std::string copy_checked(at::Tensor dst, const at::Tensor& src, const char* what) {
-  if (src.sizes() != dst.sizes())
-    return std::string("the operator returned ") + what + " of shape " + shape_text(src.sizes()) + ", expected " +
-           shape_text(dst.sizes());
-  dst.copy_(src);
-  return "";
-}
 
 int run_backend(const Backend& backend, const afz_problem* p, char* error, size_t error_len) {
   CallResult r;
@@ -215,6 +183,21 @@ std::string dtype_agreement(const afz_problem& p, bool out_same_as_in) {
 bool has_band_mask(const afz_problem& p) { return p.has_window && (p.window_left >= 0 || p.window_right >= 0); }
 
 bool is_causal_band(const afz_problem& p) { return p.has_window && p.window_left < 0 && p.window_right == 0; }
+
+std::vector<Arg> flash_varlen_args(const afz_problem& p, const at::Tensor& cu_seqlens_q,
+                                   const at::Tensor& cu_seqlens_k, int64_t max_q, int64_t max_k) {
+  const bool causal = is_causal_band(p);
+  std::vector<Arg> args = {{"cum_seq_q", cu_seqlens_q},          {"cum_seq_k", cu_seqlens_k},
+                           {"max_q", c10::IValue(max_q)},        {"max_k", c10::IValue(max_k)},
+                           {"dropout_p", c10::IValue(0.0)},      {"is_causal", c10::IValue(causal)},
+                           {"scale", c10::IValue(double(p.scale))}};
+  if (has_band_mask(p) && !causal) {
+    const int64_t left = p.window_left < 0 ? -1 : p.window_left, right = p.window_right < 0 ? -1 : p.window_right;
+    args.push_back({"window_size_left", c10::IValue(left)});
+    args.push_back({"window_size_right", c10::IValue(right)});
+  }
+  return args;
+}
 
 std::string alignment_refusal(const afz_problem& p, afz_align native, const char* op_name) {
   if (!has_band_mask(p) || p.align == native || alignments_coincide(p)) return "";

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attnfuzz_kernel.h"
+#include "packed_tokens.h"
 #include "torch_ops.h"
 #include "torch_views.h"
 
@@ -42,8 +43,8 @@ struct SliceOutputs {
 struct PackedTensors {
   at::Tensor q, k, v;                 // [total][H][D], contiguous
   at::Tensor cu_seqlens_q, cu_seqlens_k;  // int32 [B + 1] on the device
-  std::vector<int32_t> start_q;       // host offsets of each sequence's first query
-  int64_t max_q = 0, max_k = 0, total_q = 0;
+  TokenPacking queries;               // host offsets of each sequence's queries
+  int64_t max_q = 0, max_k = 0;
   bool want_lse = false;
 };
 enum class PackedLse {
@@ -79,13 +80,6 @@ class Backend {
 // one-line message in `error`.  Never throws.
 int run_backend(const Backend& backend, const afz_problem* p, char* error, size_t error_len);
 
-// "[2, 4, 64, 64]", for messages.
-std::string shape_text(at::IntArrayRef s);
-// Copies a returned tensor into a view of the problem's buffers after
-// checking its shape ("" or why not): copy_ would broadcast a wrong but
-// compatible shape without a word.
-std::string copy_checked(at::Tensor dst, const at::Tensor& src, const char* what);
-
 // An output of a call as a defined tensor, or why not.
 std::string tensor_output(const CallResult& r, size_t index, const char* what, at::Tensor* out);
 
@@ -95,6 +89,13 @@ std::string dtype_agreement(const afz_problem& p, bool out_same_as_in);
 // Whether the problem carries a causal or window mask at all ((-1, -1) is none).
 bool has_band_mask(const afz_problem& p);
 bool is_causal_band(const afz_problem& p);
+// The arguments FlashAttention's varlen forward and backward share
+// (aten::_flash_attention_forward, _flash_attention_backward): cumulative
+// lengths and their maxima, no dropout, the scale, and the band: is_causal
+// for plain causal, window_size_left/right for any other window (-1: an
+// unbounded side).
+std::vector<Arg> flash_varlen_args(const afz_problem& p, const at::Tensor& cu_seqlens_q,
+                                   const at::Tensor& cu_seqlens_k, int64_t max_q, int64_t max_k);
 // Why an operator aligning causal and window masks `native` (its only
 // alignment) cannot run p: "" when p asks for that alignment, has no band
 // mask, or both alignments give the same mask (seqlen_q == seqlen_k).

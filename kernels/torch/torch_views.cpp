@@ -1,6 +1,7 @@
 #include "torch_views.h"
 
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 
 namespace afz::torchk {
@@ -57,6 +58,20 @@ at::Tensor device_int32(const std::vector<int32_t>& values, at::Device device) {
                                         at::TensorOptions().dtype(at::kInt));
   // copy=true: the result must not alias `values`, which dies with the caller.
   return host.to(at::TensorOptions().dtype(at::kInt).device(device), /*non_blocking=*/false, /*copy=*/true);
+}
+
+std::string shape_text(at::IntArrayRef s) {
+  std::ostringstream out;
+  out << s;
+  return out.str();
+}
+
+std::string copy_checked(at::Tensor dst, const at::Tensor& src, const char* what) {
+  if (src.sizes() != dst.sizes())
+    return std::string("the operator returned ") + what + " of shape " + shape_text(src.sizes()) + ", expected " +
+           shape_text(dst.sizes());
+  dst.copy_(src);
+  return "";
 }
 
 at::Tensor unit_inner_stride(const at::Tensor& t) {

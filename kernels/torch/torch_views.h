@@ -36,6 +36,13 @@ std::vector<int32_t> host_int32(const int32_t* data, int64_t n, at::Device devic
 // An int32 tensor on `device` holding `values` (cumulative sequence lengths).
 at::Tensor device_int32(const std::vector<int32_t>& values, at::Device device);
 
+// "[2, 4, 64, 64]", for messages.
+std::string shape_text(at::IntArrayRef s);
+// Copies a returned tensor into a view of the problem's buffers after
+// checking its shape ("" or why not): copy_ would broadcast a wrong but
+// compatible shape without a word.
+std::string copy_checked(at::Tensor dst, const at::Tensor& src, const char* what);
+
 // t itself when its last dimension is unit-stride (what every fused
 // attention operator checks), else a contiguous copy.
 at::Tensor unit_inner_stride(const at::Tensor& t);

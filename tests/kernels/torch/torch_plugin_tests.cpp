@@ -9,7 +9,11 @@
 //     a direct double-precision softmax, then pass the harness itself
 //     (generated cases, oracle, verdict);
 //   * malformed .ops files give one-line file:line errors;
-//   * on a CPU-only torch the GPU kernels decline with a clear reason.
+//   * on a CPU-only torch the GPU kernels decline with a clear reason;
+//   * the five backward kernels load under the forward kernels' names, with
+//     the caps their operators take (torch.flash_varlen: its forward's), and
+//     supports() declines what they cannot run (the varlen packing itself is
+//     packed_tokens_test.cpp's).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <torch/version.h>
@@ -17,6 +21,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -609,7 +614,8 @@ TEST(TorchPlugin, SupportsDeclinesTheOtherCausalAlignment) {
 
 // ---- The backward operators (backward_kernels.cpp) ---------------------
 
-constexpr const char* kBackwardNames[] = {"torch.flash", "torch.efficient", "torch.cudnn", "torch.math"};
+constexpr const char* kBackwardNames[] = {"torch.flash", "torch.efficient", "torch.cudnn", "torch.math",
+                                          "torch.flash_varlen"};
 
 Case backward_case(const std::string& body) {
   ParseError err;
@@ -646,26 +652,60 @@ TEST(TorchPlugin, BackwardKernelsLoadUnderTheForwardNames) {
   // The fused backward passes reduce dQ with atomics; the math path's
   // autograd graph has none.
   EXPECT_TRUE(r.find_backward("torch.flash")->caps.flags & AFZ_CAP_NONDETERMINISTIC);
+  EXPECT_TRUE(r.find_backward("torch.flash_varlen")->caps.flags & AFZ_CAP_NONDETERMINISTIC);
   EXPECT_FALSE(r.find_backward("torch.math")->caps.flags & AFZ_CAP_NONDETERMINISTIC);
-  EXPECT_EQ(r.find_backward("torch.flash_varlen"), nullptr);
 }
 
-TEST(TorchPlugin, BackwardSupportsDeclinesWhatTheBoundCannotModel) {
+TEST(TorchPlugin, FlashVarlenBackwardDeclaresWhatItsForwardTakes) {
+  KernelRegistry r;
+  std::string error;
+  ASSERT_TRUE(r.load_library(kPlugin, &error)) << error;
+  const afz_backward_kernel& bwd = *r.find_backward("torch.flash_varlen");
+  const afz_kernel& fwd = *r.find("torch.flash_varlen");
+  // Varlen natively, windows and causal bottom-right, GQA: the forward's
+  // caps less the LSE it writes.
+  EXPECT_EQ(bwd.caps.flags & ~uint32_t(AFZ_CAP_NONDETERMINISTIC | AFZ_CAP_GRADS_IN_INPUT_DTYPE),
+            fwd.caps.flags & ~uint32_t(AFZ_CAP_LSE));
+  for (uint32_t cap : {AFZ_CAP_VARLEN, AFZ_CAP_WINDOW, AFZ_CAP_CAUSAL_BOTTOM_RIGHT, AFZ_CAP_GQA})
+    EXPECT_TRUE(bwd.caps.flags & cap) << cap;
+  EXPECT_FALSE(bwd.caps.flags & AFZ_CAP_DV_NE_D) << "mha_varlen_bwd checks v's head size against q's";
+  EXPECT_EQ(bwd.caps.in_dtypes, fwd.caps.in_dtypes);
+  EXPECT_EQ(bwd.caps.max_head_dim, fwd.caps.max_head_dim);
+  EXPECT_EQ(bwd.caps.head_dim_multiple, fwd.caps.head_dim_multiple);
+  // FlashAttention-2's precision model and its +inf LSE for empty rows, as
+  // the dense torch.flash backward declares them.
+  const afz_backward_kernel& flash = *r.find_backward("torch.flash");
+  EXPECT_EQ(std::memcmp(&bwd.precision, &flash.precision, sizeof bwd.precision), 0);
+  EXPECT_EQ(bwd.conventions.empty_lse, AFZ_EMPTY_LSE_POS_INF);
+}
+
+TEST(TorchPlugin, BackwardSupportsDeclinesWhatItsOperatorCannotRun) {
   KernelRegistry r;
   std::string error;
   ASSERT_TRUE(r.load_library(kPlugin, &error)) << error;
   const std::string mha = "heads 2 2\nseqlen_q 16\nseqlen_k 16\nhead_dim 16\ndtype bf16\nseed 1\n";
   for (const char* name : kBackwardNames) EXPECT_EQ(backward_refusal(*r.find_backward(name), mha), "") << name;
-  // GQA: per-head gradients rounded to bf16 and then summed.
+  // GQA: FlashAttention-2 and cuDNN sum the group themselves (the bound
+  // charges FlashAttention's per-head rounding); the memory-efficient
+  // operator takes one head count.
   const std::string gqa = "heads 4 2\nseqlen_q 16\nseqlen_k 16\nhead_dim 16\ndtype bf16\nseed 1\n";
-  EXPECT_NE(backward_refusal(*r.find_backward("torch.flash"), gqa).find("grouped-query"), std::string::npos);
-  EXPECT_NE(backward_refusal(*r.find_backward("torch.efficient"), gqa).find("grouped-query"), std::string::npos);
-  EXPECT_EQ(backward_refusal(*r.find_backward("torch.cudnn"), gqa), "");
-  EXPECT_EQ(backward_refusal(*r.find_backward("torch.math"), gqa), "");
+  for (const char* name : {"torch.flash", "torch.flash_varlen", "torch.cudnn", "torch.math"})
+    EXPECT_EQ(backward_refusal(*r.find_backward(name), gqa), "") << name;
+  EXPECT_NE(backward_refusal(*r.find_backward("torch.efficient"), gqa).find("one head count"), std::string::npos);
   // The alignment the operator does not implement, where it matters.
   const std::string br = "seqlen_q 8\nseqlen_k 16\nhead_dim 16\ndtype bf16\ncausal bottom_right\nseed 1\n";
   EXPECT_EQ(backward_refusal(*r.find_backward("torch.flash"), br), "");
+  EXPECT_EQ(backward_refusal(*r.find_backward("torch.flash_varlen"), br), "");
   EXPECT_NE(backward_refusal(*r.find_backward("torch.efficient"), br).find("top-left"), std::string::npos);
+  // Sliding windows: bottom-right as FlashAttention aligns them, in a ragged
+  // batch with an empty sequence; top-left only where the two coincide.
+  const std::string ragged = "batch 3\nheads 4 2\nseqlen_q 8 0 5\nseqlen_k 16 4 0\nhead_dim 16\ndtype bf16\nseed 1\n";
+  EXPECT_EQ(backward_refusal(*r.find_backward("torch.flash_varlen"), ragged + "window 3 1\n"), "");
+  EXPECT_NE(backward_refusal(*r.find_backward("torch.flash_varlen"), ragged + "window 3 1 top_left\n")
+                .find("bottom-right"),
+            std::string::npos);
+  // O is taken in the input dtype.
+  EXPECT_NE(backward_refusal(*r.find_backward("torch.flash_varlen"), "dtype bf16 fp32\nseed 1\n"), "");
 }
 
 TEST(TorchPlugin, BackwardKernelsDeclineOnACpuOnlyTorch) {
