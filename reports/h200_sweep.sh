@@ -12,6 +12,7 @@
 #   CUDNN_SHARDS ("2/5 3/5 4/5"), TORCH_SHARDS ("2/10 ... 9/10"): shards (K/N) or cell
 #   ranges (A-B, for `audit --cells`) in run order
 #   CUDNN_JOBS (7), TORCH_JOBS (9), REPRO_S (seconds kept for the re-runs, 90)
+#   BWD_SMOKE=1: first the new backward adapters on the case files (issue 14)
 set -u
 deadline=$((SECONDS + ${1:-560}))
 repro_s=${REPRO_S:-90}
@@ -68,6 +69,16 @@ if [ -n "$TL" ]; then
   export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
   $AF --kernel-lib "$TL" kernels > "$R/kernels.txt" 2>&1
   grep -A2 '^torch' "$R/kernels.txt" | head -40
+  if [ -n "${BWD_SMOKE:-}" ]; then
+    step "issue 14: the new backward adapters (torch.flash_varlen, GQA in torch.flash) on the case files"
+    python3 -c 'import torch;print(torch.ops.aten._flash_attention_backward.default._schema)'
+    for k in torch.flash_varlen torch.flash; do
+      timeout 60 $AF --kernel-lib "$TL" run --kernel $k --pass bwd tests/kernels/cudnn/cases/*.case \
+        >> "$R/bwd_smoke.txt" 2>&1
+      echo "$k [bwd] case files rc=$?"
+    done
+    grep -v '^  ' "$R/bwd_smoke.txt"
+  fi
   step "libtorch kernels start: shards ${TORCH_SHARDS:-2/10 3/10 4/10 5/10 6/10 7/10 8/10 9/10}"
   ( group torch "${TORCH_JOBS:-9}" "${TORCH_SHARDS:-2/10 3/10 4/10 5/10 6/10 7/10 8/10 9/10}" $TORCH_KERNELS \
       --kernel-lib "$TL" ) > "$R/torch_group.log" 2>&1 &
