@@ -15,6 +15,7 @@
 #   EXTRA_STEP: a command run beside the audits (e.g. the GPU oracle's tests), output in extra.txt
 #   REPRO_ROOT: corpora of an earlier run (its cudnn914/, cudnn919/, torch/ folders), re-run once the
 #   plugin is built (repro_earlier_*.txt)
+#   ONLY_TORCH=1: the libtorch backward kernels only (no cuDNN-direct audits, no public-SDPA check)
 #   CUDNN_JOBS (default 2 per cuDNN audit, three of them), TORCH_JOBS (6): the forward audits ran
 #   2.5 x as many cases per second with the cores to themselves (reports/production/README.md, run 6)
 set -u
@@ -53,6 +54,7 @@ repro() {  # name corpus_dir libs...
   echo "$name repro rc=$? ($(ls "$dir"/*.case | wc -l) cases, $(grep -c ': pass' "$R/repro_$name.txt") pass)"
 }
 
+if [ -z "${ONLY_TORCH:-}" ]; then
 step "cuDNN direct backward: the case files, then audits (system cuDNN 9.14 and PyTorch's 9.19)"
 $AF kernels > "$R/kernels_system_cudnn.txt" 2>&1
 grep -A3 '^cudnn' "$R/kernels_system_cudnn.txt" | head -20
@@ -68,6 +70,7 @@ ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN audit cudnn919 "${CUDNN_JOBS:-2}" $sweep_s cudnn
 PASS=fwd ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN audit cudnn919_fwd "${CUDNN_JOBS:-2}" $sweep_s cudnn.sdpa,cudnn.sdpa.raw
 ( timeout 120 python3 tests/kernels/torch/sdpa_public_repro.py > "$R/sdpa_public_repro.txt" 2>&1
   echo "sdpa_public_repro rc=$?" >> "$R/sdpa_public_repro.txt" ) & pids+=($!)
+fi
 if [ -n "$extra_step" ]; then
   ( timeout $(($(left) - 30)) bash -c "$extra_step" > "$R/extra.txt" 2>&1; echo "extra step rc=$?" >> "$R/extra.txt" ) &
   pids+=($!)
@@ -104,9 +107,11 @@ pids=()
 for f in "$R"/*.log; do echo "--- $f"; grep -A14 '^audit matrix' "$f" | head -40; tail -1 "$f"; done
 
 step "every case this run saved, re-run on the H200 ($(left) s left)"
-( unset ATTNFUZZ_CUDNN_LIB; repro cudnn914 "$R/cudnn914/corpus" ) & pids+=($!)
-( export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN; repro cudnn919 "$R/cudnn919/corpus" ) & pids+=($!)
-( export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN; repro cudnn919_fwd "$R/cudnn919_fwd/corpus" ) & pids+=($!)
+if [ -z "${ONLY_TORCH:-}" ]; then
+  ( unset ATTNFUZZ_CUDNN_LIB; repro cudnn914 "$R/cudnn914/corpus" ) & pids+=($!)
+  ( export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN; repro cudnn919 "$R/cudnn919/corpus" ) & pids+=($!)
+  ( export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN; repro cudnn919_fwd "$R/cudnn919_fwd/corpus" ) & pids+=($!)
+fi
 [ -n "$TL" ] && { repro torch "$R/torch/corpus" --kernel-lib "$TL" & pids+=($!); }
 wait "${pids[@]}"
 step done
