@@ -5,9 +5,10 @@
 //
 // Loop order: per (sequence, KV head), per query head of the GQA group, per
 // visible row: the row's exact softmax (max-referenced, so no exponential
-// overflows whatever the scores), O, D = dO . O from that exact O, then per
-// visible key dP, dS and the three accumulations.  dK and dV of the KV head
-// accumulate over every row of every head in the group.
+// overflows whatever the scores), O, D = dO . O from that exact O, then dP
+// and dS of every visible key (with the row's sums over them), then per
+// visible key the three accumulations.  dK and dV of the KV head accumulate
+// over every row of every head in the group.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -149,15 +150,13 @@ class BackwardEngine {
       L1 += std::fabs(do_[x]);
     }
     const Num D = dsum.value();
-    // Per key: dP, dS, and the three accumulations.
-    std::vector<SumOf<Num>>& dq = dq_;
-    dq.assign(d, SumOf<Num>{});
-    const int64_t qbase = id.r * d;
-    const double scale_abs = std::fabs(double(p_.scale));
+    // dP and dS of every key first: the own-forward terms (backward_oracle.h)
+    // need the row's sums over all its keys before any key's accumulation.
+    ds_.resize(n), A_.resize(n), adiff_.resize(n);
+    const double abs_lse = std::fabs(lse_d);
+    double w_sigma = 0, t_sum = 0, u_sum = 0, a_bar = 0;
     for (int jj = 0; jj < n; ++jj) {
-      const int j = keys_[jj];
-      const float* k = kv_.k(j);
-      const float* v = kv_.v(j);
+      const float* v = kv_.v(keys_[jj]);
       SumOf<Num> dp;
       double A = 0;
       for (int x = 0; x < dvn; ++x) {
@@ -165,39 +164,73 @@ class BackwardEngine {
         A += std::fabs(do_[x] * double(v[x]));
       }
       const Num diff = dp.value() - D;
-      const Num ds = w_[jj] * diff;
-      const Num dsg = ds * g_[jj];
-      const double w = Policy::to_double(w_[jj]), ads = std::fabs(Policy::to_double(ds));
-      const double adiff = std::fabs(Policy::to_double(diff));
+      ds_[jj] = w_[jj] * diff;
+      A_[jj] = A;
+      adiff_[jj] = std::fabs(Policy::to_double(diff));
+      const double w = Policy::to_double(w_[jj]), ads = std::fabs(Policy::to_double(ds_[jj]));
       r.max_abs_ds = std::max(r.max_abs_ds, ads);
-      const double c_rel = ads * scale_abs, c_cancel = w * (A + B) * scale_abs, c_cancel_w = w * (A + BW) * scale_abs;
-      const double c_dout = w * L1 * scale_abs, c_tiny = (adiff + 1) * scale_abs;
+      w_sigma += w * sigma_[jj];
+      t_sum += sigma_[jj] * ads;
+      u_sum += ads;
+      a_bar += w * A;
+    }
+    // Per key: the three accumulations and their condition terms.
+    std::vector<SumOf<Num>>& dq = dq_;
+    dq.assign(d, SumOf<Num>{});
+    const int64_t qbase = id.r * d;
+    const double scale_abs = std::fabs(double(p_.scale));
+    for (int jj = 0; jj < n; ++jj) {
+      const int j = keys_[jj];
+      const float* k = kv_.k(j);
+      const Num dsg = ds_[jj] * g_[jj];
+      const double w = Policy::to_double(w_[jj]), ads = std::fabs(Policy::to_double(ds_[jj]));
+      const double c_rel = ads * scale_abs, c_w = w * scale_abs;
+      const PairTerms grad{c_rel,
+                           c_rel * sigma_[jj],
+                           c_rel * abs_lse,
+                           c_w * (A_[jj] + B),
+                           c_w * (A_[jj] + BW),
+                           c_w * L1,
+                           (adiff_[jj] + 1) * scale_abs,
+                           c_rel * w_sigma,
+                           c_w * t_sum,
+                           c_w * abs_lse * u_sum,
+                           c_w * a_bar};
+      const PairTerms value{w, w * sigma_[jj], w * abs_lse, 0.0, 0.0, 0.0, 1.0, w * w_sigma, 0.0, 0.0, 0.0};
       const int64_t kbase = r.key(b, hk, j) * d, vbase = r.key(b, hk, j) * dvn;
       for (int x = 0; x < d; ++x) {
-        const double kx = std::fabs(double(k[x])), qx = std::fabs(q_[x]);
         dq[x].add(dsg * Policy::from(k[x]));
         dk_[size_t(j) * d + x].add(dsg * Policy::from(q_[x]));
-        add_terms(r.dq, qbase + x, kx, c_rel, sigma_[jj], lse_d, c_cancel, c_cancel_w, c_dout, c_tiny);
-        add_terms(r.dk, kbase + x, qx, c_rel, sigma_[jj], lse_d, c_cancel, c_cancel_w, c_dout, c_tiny);
+        add_terms(r.dq, qbase + x, std::fabs(double(k[x])), grad);
+        add_terms(r.dk, kbase + x, std::fabs(q_[x]), grad);
       }
       for (int x = 0; x < dvn; ++x) {
         dv_[size_t(j) * dvn + x].add(w_[jj] * Policy::from(do_[x]));
-        add_terms(r.dv, vbase + x, std::fabs(do_[x]), w, sigma_[jj], lse_d, 0.0, 0.0, 0.0, 1.0);
+        add_terms(r.dv, vbase + x, std::fabs(do_[x]), value);
       }
       ++r.key_rows[r.key(b, hk, j)];
     }
     for (int x = 0; x < d; ++x) r.dq.value[qbase + x] = Policy::to_dd(dq[x].value());
   }
 
-  static void add_terms(GradTerms& t, int64_t e, double z, double c_rel, double sigma, double lse, double c_cancel,
-                        double c_cancel_w, double c_dout, double c_tiny) {
-    t.rel[e] += c_rel * z;
-    t.score[e] += c_rel * sigma * z;
-    t.lse[e] += c_rel * std::fabs(lse) * z;
-    t.cancel[e] += c_cancel * z;
-    t.cancel_w[e] += c_cancel_w * z;
-    t.dout_l1[e] += c_dout * z;
-    t.tiny[e] += c_tiny * z;
+  // One (row, key) pair's coefficients of each condition term (GradTerms),
+  // each to be multiplied by |z|, the element of the vector it multiplies.
+  struct PairTerms {
+    double rel, score, lse, cancel, cancel_w, dout_l1, tiny, own_mean, own_scores, own_scores_lse, own_rowsum;
+  };
+
+  static void add_terms(GradTerms& t, int64_t e, double z, const PairTerms& c) {
+    t.rel[e] += c.rel * z;
+    t.score[e] += c.score * z;
+    t.lse[e] += c.lse * z;
+    t.cancel[e] += c.cancel * z;
+    t.cancel_w[e] += c.cancel_w * z;
+    t.dout_l1[e] += c.dout_l1 * z;
+    t.tiny[e] += c.tiny * z;
+    t.own_mean[e] += c.own_mean * z;
+    t.own_scores[e] += c.own_scores * z;
+    t.own_scores_lse[e] += c.own_scores_lse * z;
+    t.own_rowsum[e] += c.own_rowsum * z;
   }
 
   void load_dout(const RowId& id) {
@@ -216,8 +249,8 @@ class BackwardEngine {
   ProblemView view_;
   KvCache kv_;
   std::vector<int32_t> keys_;
-  std::vector<double> add_, q_, do_, sigma_, abs_o_w_;
-  std::vector<Num> s_, g_, w_, o_;
+  std::vector<double> add_, q_, do_, sigma_, abs_o_w_, A_, adiff_;
+  std::vector<Num> s_, g_, w_, o_, ds_;
   std::vector<SumOf<Num>> dq_, dk_, dv_;
 };
 

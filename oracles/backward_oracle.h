@@ -43,6 +43,16 @@ struct GradTerms {
   std::vector<double> dout_l1;   // dQ/dK: sum_t w_t |dO_i|_1 g |z_t|: D's absolute error per unit error of each O
                                  // element (an O rounded into its dtype's subnormals)
   std::vector<double> tiny;      // sum_t (|dP - D| + 1) g |z_t| (dQ/dK) or |z_t| (dV): absolute underflow terms
+  // For a kernel that differentiates its OWN forward (AFZ_CAP_BWD_OWN_FORWARD):
+  // its P is normalized by its own row sum, so every score error of row i
+  // reaches every P of the row, and its D = sum_k dP_ik P_ik reads them all.
+  // With the row sums W_i = sum_k w_ik sigma_ik (the row's mean score size),
+  // T_i = sum_k sigma_ik |dS_ik|, U_i = sum_k |dS_ik| and Abar_i =
+  // sum_k w_ik A_ik (A as in `cancel`; Abar_i >= sum_k w |dP_ik|, >= B_i):
+  std::vector<double> own_mean;        // sum_t |c_t| W_i |z_t|  (the row's mean score error, in each P)
+  std::vector<double> own_scores;      // dQ/dK: sum_t w_t g T_i |z_t|  (D's error from every key's score error)
+  std::vector<double> own_scores_lse;  // dQ/dK: sum_t w_t g |lse_i| U_i |z_t|  (the same from each s - m)
+  std::vector<double> own_rowsum;      // dQ/dK: sum_t w_t g Abar_i |z_t|  (D's and the row sum's roundings)
   std::vector<double> err;       // the oracle's own error bound (+inf: the tier cannot resolve it)
   void resize(size_t n);
 };

@@ -6,7 +6,9 @@ namespace afz {
 
 void GradTerms::resize(size_t n) {
   value.assign(n, DD{});
-  for (auto* v : {&rel, &score, &lse, &cancel, &cancel_w, &dout_l1, &tiny, &err}) v->assign(n, 0.0);
+  for (auto* v : {&rel, &score, &lse, &cancel, &cancel_w, &dout_l1, &tiny, &own_mean, &own_scores, &own_scores_lse,
+                  &own_rowsum, &err})
+    v->assign(n, 0.0);
 }
 
 void GradResult::resize(const afz_problem& p) {

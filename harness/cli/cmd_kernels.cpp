@@ -26,6 +26,8 @@ constexpr FlagName kFlagNames[] = {
     {AFZ_CAP_LSE, "lse"},                   {AFZ_CAP_STRIDED, "strided"},
     {AFZ_CAP_DV_NE_D, "dv!=d"},             {AFZ_CAP_GPU, "gpu"},
     {AFZ_CAP_NONDETERMINISTIC, "nondeterministic"},
+    {AFZ_CAP_GRADS_IN_INPUT_DTYPE, "grads-in-input-dtype"},
+    {AFZ_CAP_BWD_OWN_FORWARD, "own-forward"},
 };
 
 }  // namespace

@@ -11,6 +11,9 @@ namespace {
 
 constexpr double kMaxRelErr = 0.5;          // e_max beyond this: outside the precision model
 constexpr double kUnderflowOpsPerTerm = 4;  // product, sum, conversion, final scale
+// A composite forward's sqrt(scale) on q and on k: four roundings (sqrt's
+// twice, both products) where the fused model charges one (backward_verdict.h).
+constexpr double kSplitScaleExtraRoundings = 3;
 
 double gamma(double n, double u) { return n * u / (1 - n * u); }
 
@@ -29,7 +32,7 @@ GradBoundModel::GradBoundModel(const afz_precision& prec, afz_dtype in_dtype, af
   const double gamma_d = gamma(dim_v + 1, u_acc);
   d_rel = u_o + (1 + u_o) * gamma_d;
   d_abs = (1 + gamma_d) * eta_o;
-  const bool exact_products = in_dtype != AFZ_F32 || prec.score_dtype != AFZ_F32;
+  exact_products = in_dtype != AFZ_F32 || prec.score_dtype != AFZ_F32;
   c_s = gamma(d + (exact_products ? 0 : 1), u_s) + 2 * u_s + (softcap > 0 ? 4 * u_s : 0.0);
   exp_rel = 2 * double(prec.exp_ulps) * u_s;
   auto lost = [&](afz_dtype t) { return prec.flush_subnormals ? min_normal(t) : min_subnormal(t) / 2; };
@@ -39,15 +42,42 @@ GradBoundModel::GradBoundModel(const afz_precision& prec, afz_dtype in_dtype, af
 }
 
 double GradBoundModel::slack(const GradResult& r) const {
-  const double e_max = std::expm1(c_s * r.max_sigma + 3 * u_s * (r.max_sigma + r.max_abs_lse)) + exp_rel + u_p;
+  const double scores = r.max_sigma + r.max_abs_lse;
+  // An own forward's P also carries its row's mean error and its row sum's.
+  const double own = c_own > 0 ? c_own * r.max_sigma + u_s * r.max_abs_lse + exp_rel + gamma_row : 0.0;
+  const double e_max = std::expm1((c_s + split_scale) * r.max_sigma + 3 * u_s * scores + own) + exp_rel + u_p;
   return e_max < kMaxRelErr ? 1 / (1 - e_max) : 0.0;
+}
+
+void GradBoundModel::own_forward(uint32_t caps, const GradResult& r) {
+  if (!(caps & AFZ_CAP_BWD_OWN_FORWARD)) return;
+  // 16-bit inputs' products, exact unscaled, are fp32 products once scaled.
+  split_scale = (kSplitScaleExtraRoundings + (exact_products ? 1 : 0)) * u_s;
+  c_own = c_s + split_scale + u_s;  // + the subtraction s - m
+  int longest_row = 0;
+  for (int32_t n : r.visible_keys) longest_row = std::max(longest_row, int(n));
+  gamma_row = gamma(longest_row, u_acc);
+  // D^'s error per unit of Abar: exp's error through sum |dS| <= 2 Abar, the
+  // row sum's through |D| <= Abar and D's own sum, dP's dot product, P^'s division.
+  c_rowsum = 2 * exp_rel + 2 * gamma_row + gamma(dim_v + 1, u_acc) + u_s;
+}
+
+double GradBoundModel::own_dq_dk(const GradTerms& t, size_t e) const {
+  if (c_own == 0) return 0;
+  return c_own * (t.own_mean[e] + t.own_scores[e]) + u_s * (t.lse[e] + t.own_scores_lse[e]) +
+         (exp_rel + gamma_row + split_scale) * t.rel[e] + c_rowsum * t.own_rowsum[e] + split_scale * t.score[e];
+}
+
+double GradBoundModel::own_dv(const GradTerms& t, size_t e) const {
+  if (c_own == 0) return 0;
+  return c_own * t.own_mean[e] + u_s * t.lse[e] + (exp_rel + gamma_row) * t.rel[e] + split_scale * t.score[e];
 }
 
 double GradBoundModel::dq_dk(const GradTerms& t, size_t e, int terms, double slack) const {
   const double rel = exp_rel + 3 * u_s + u_p + gamma(terms, u_acc);
   const double score = c_s * (1 + (softcap > 0 ? 2 / softcap : 0.0)) + u_s;
   const double err = slack * (rel * t.rel[e] + score * t.score[e] + 2 * u_s * t.lse[e] + d_rel * t.cancel[e] +
-                              d_abs * t.dout_l1[e]) +
+                              d_abs * t.dout_l1[e] + own_dq_dk(t, e)) +
                      (eta_s + eta_p) * t.tiny[e] + kUnderflowOpsPerTerm * (terms + 1) * eta_acc;
   return err + ulp(grad_dtype, std::fabs(t.value[e].hi) + err);
 }
@@ -72,7 +102,7 @@ double GradBoundModel::group_rounding(const GradTerms& t, size_t e) const {
 
 double GradBoundModel::dv(const GradTerms& t, size_t e, int terms, double slack) const {
   const double rel = exp_rel + u_p + u_s + gamma(terms, u_acc);
-  const double err = slack * (rel * t.rel[e] + (c_s + u_s) * t.score[e] + 2 * u_s * t.lse[e]) +
+  const double err = slack * (rel * t.rel[e] + (c_s + u_s) * t.score[e] + 2 * u_s * t.lse[e] + own_dv(t, e)) +
                      (eta_s + eta_p) * t.tiny[e] + kUnderflowOpsPerTerm * (terms + 1) * eta_acc;
   return err + ulp(grad_dtype, std::fabs(t.value[e].hi) + err);
 }
@@ -192,6 +222,7 @@ Verdict judge_backward(const afz_backward_kernel& k, const BackwardMaterialized&
   const afz_problem& p = *m.problem().fwd;
   GradBoundModel model(k.precision, p.q.dtype, m.problem().out.dtype, p);
   model.store_gradients(k.caps.flags, p.q.dtype, p);
+  model.own_forward(k.caps.flags, r);
   const double slack = model.slack(r);
   Verdict out;
   out.o_dtype = AFZ_F32;

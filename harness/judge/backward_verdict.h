@@ -56,6 +56,37 @@
 // backward return them so).  Such a kernel's dK, dV under GQA may sum query
 // heads' gradients already rounded each: + u_in rel + group * eta_in (rel >=
 // sum over the group of |g_h|), the group_rounding term.
+//
+// A kernel that differentiates its OWN forward (AFZ_CAP_BWD_OWN_FORWARD:
+// autograd through PyTorch's math path) computes no P = exp(s - LSE) from a
+// given LSE and no D from a given O.  Its P^_ik = exp(s^_ik - m_i) / l^_i is
+// normalized by its own row sum of its own scores, and D^_i = rowsum(dP P^).
+// Let delta_ik be the relative error s^_ik's error and exp put in P (first
+// order): |delta_ik| <= e'_ik = c_own sigma_ik + u_s |LSE_i| + exp_rel, with
+// c' = c_s + 3u_s (the split scale, below) and c_own = c' + u_s (the
+// subtraction s - m: |s_ik - m_i| <= sigma_ik + |LSE_i| as m_i <= LSE_i).
+// The normalization spreads every key's error over the row:
+//   P^_ik = P_ik (1 + delta_ik - dbar_i)(1 + theta_i)(1 + div_ik),
+//   dbar_i = sum_k P_ik delta_ik,  |dbar_i| <= c_own W_i + u_s |LSE_i| + exp_rel,
+//   |theta_i| <= gamma(n_i) (the row sum l^), |div| <= u_s,
+// and since sum_k P_ik (delta_ik - dbar_i) dP_ik = sum_k delta_ik dS_ik,
+//   |D^_i - D_i| <= sum_k e'_ik |dS_ik| + gamma(n_i) |D_i|
+//                   + (u_s + gamma(n_i) + gamma(dv + 1)) sum_k P_ik A_ik   (div, D's sum, dP)
+//                <= c_own T_i + u_s |LSE_i| U_i + c_rowsum Abar_i,
+//   c_rowsum = 2 exp_rel + 2 gamma(n) + gamma(dv + 1) + u_s,
+// using U_i <= Abar_i + B_i <= 2 Abar_i for exp's part and |D_i| <= B_i <=
+// Abar_i (W, T, U, Abar: the oracle's row sums, backward_oracle.h).  So
+//   dS^_ij = dS_ij (1 + delta_ij - dbar_i + theta_i + ...) - P_ij (D^_i - D_i),
+// where a fused kernel's dS carries only dS_ij delta_ij.  The additions:
+//   dQ/dK: c_own (own_mean + own_scores) + u_s (lse + own_scores_lse)
+//          + (exp_rel + gamma(n) + 3u_s) rel + c_rowsum own_rowsum + 3u_s score
+//   dV:    c_own own_mean + u_s lse + (exp_rel + gamma(n)) rel + 3u_s score
+// with n the longest row's key count.  The 3u_s: such a composite may scale
+// q and k by a rounded sqrt(scale) each before the S GEMM (PyTorch does):
+// sqrt(scale)'s rounding enters S squared (2u) and each operand's product
+// rounds (2u), four roundings where a fused kernel's one scale product has
+// one (and 16-bit inputs, whose products c_s takes as exact, lose that: 4u_s
+// then); dQ = (dS k~) sqrt(scale) and dK alike have the same four for one.
 #pragma once
 #include <string>
 
@@ -74,12 +105,21 @@ struct GradBoundModel {
   int d = 0, dim_v = 0;
   afz_dtype grad_dtype = AFZ_F32;  // what the kernel rounds dQ, dK, dV to before writing them
   double u_group = 0, eta_group = 0;  // per-head rounding of a GQA group's dK, dV (see store_gradients)
+  // AFZ_CAP_BWD_OWN_FORWARD's coefficients (0 otherwise; see above): the
+  // scale's extra roundings, c_own, and gamma(n) of the longest row.
+  double split_scale = 0, c_own = 0, gamma_row = 0, c_rowsum = 0;
+  bool exact_products = false;  // the unscaled q_x k_x are exact in the score dtype (16-bit inputs)
   GradBoundModel(const afz_precision& prec, afz_dtype in_dtype, afz_dtype o_dtype, const afz_problem& p);
   // A kernel declaring AFZ_CAP_GRADS_IN_INPUT_DTYPE rounds its gradients to
   // the input dtype (the final ulp term), and under GQA may have rounded each
   // query head's dK, dV before summing the group (group_rounding).
   void store_gradients(uint32_t caps, afz_dtype in_dtype, const afz_problem& p);
   double group_rounding(const GradTerms& t, size_t e) const;
+  // A kernel declaring AFZ_CAP_BWD_OWN_FORWARD normalizes its own P and sums
+  // its own D: the own-forward terms, from r's longest row.
+  void own_forward(uint32_t caps, const GradResult& r);
+  double own_dq_dk(const GradTerms& t, size_t e) const;
+  double own_dv(const GradTerms& t, size_t e) const;
   // 1 / (1 - e_max) for the problem, or 0 when e_max >= 1/2 (outside the model).
   double slack(const GradResult& r) const;
   double dq_dk(const GradTerms& t, size_t e, int terms, double slack) const;

@@ -93,7 +93,17 @@ enum {
    * FlashAttention's backward operators return them.  The buffers stay
    * fp32 (the rounded values fit exactly); the verdict charges one rounding
    * to the input dtype instead of one to fp32. */
-  AFZ_CAP_GRADS_IN_INPUT_DTYPE = 1u << 13
+  AFZ_CAP_GRADS_IN_INPUT_DTYPE = 1u << 13,
+  /* Backward kernels only (additive to ABI v1): the kernel ignores the O and
+   * LSE it is given and differentiates its OWN forward, as autograd does
+   * through a composite attention (PyTorch's math path): P = exp(S - m) / l
+   * normalized by its own row sum of its own scores, D = rowsum(dP * P), and
+   * the scale possibly applied to q and k before the S GEMM (PyTorch: each
+   * times a rounded sqrt(scale)).  Every score error of a row then reaches
+   * every P of the row and D; the verdict charges those terms (and the
+   * scale's extra roundings) instead of assuming P = exp(S - LSE) and
+   * D = dO . O from the exact LSE and O. */
+  AFZ_CAP_BWD_OWN_FORWARD = 1u << 14
 };
 
 typedef struct afz_caps {

@@ -152,10 +152,10 @@ void fa2_backward(const afz_backward_problem& bp, const BwdConfig& cfg) {
 // Why a backward problem is malformed, or "".
 std::string backward_problem_error(const afz_backward_problem& bp);
 
-template <class Steps = Fa2BwdSteps>
-int fa2_backward_entry(const afz_backward_kernel* self, const afz_backward_problem* bp, char* error,
-                       size_t error_len) {
-  const BwdConfig cfg = self && self->user ? *static_cast<const BwdConfig*>(self->user) : BwdConfig{};
+// Runs body(bp) on a well-formed backward problem: a null or malformed
+// problem, or an exception, becomes the ABI's "return 1 and one line".
+template <class Body>
+int guarded_backward_run(const afz_backward_problem* bp, char* error, size_t error_len, Body body) {
   if (!bp) {
     write_message(error, error_len, "null backward problem");
     return 1;
@@ -165,13 +165,22 @@ int fa2_backward_entry(const afz_backward_kernel* self, const afz_backward_probl
     return 1;
   }
   try {
-    if (cfg.br < 1 || cfg.bc < 1) throw std::invalid_argument("backward kernel: Br and Bc must be at least 1");
-    fa2_backward<Steps>(*bp, cfg);
+    body(*bp);
   } catch (const std::exception& e) {
     write_message(error, error_len, e.what());
     return 1;
   }
   return 0;
+}
+
+template <class Steps = Fa2BwdSteps>
+int fa2_backward_entry(const afz_backward_kernel* self, const afz_backward_problem* bp, char* error,
+                       size_t error_len) {
+  const BwdConfig cfg = self && self->user ? *static_cast<const BwdConfig*>(self->user) : BwdConfig{};
+  return guarded_backward_run(bp, error, error_len, [&](const afz_backward_problem& p) {
+    if (cfg.br < 1 || cfg.bc < 1) throw std::invalid_argument("backward kernel: Br and Bc must be at least 1");
+    fa2_backward<Steps>(p, cfg);
+  });
 }
 
 }  // namespace afz::cpu

@@ -1,6 +1,7 @@
 #include "kernels/cpu/backward_kernels.h"
 
 #include "kernels/cpu/backward_fa2.h"
+#include "kernels/cpu/backward_math.h"
 
 namespace afz {
 
@@ -40,12 +41,29 @@ afz_backward_kernel backward_kernel(const char* name, const char* description,
   return k;
 }
 
+// PyTorch's math path under autograd (backward_math.h): its own fp32
+// forward differentiated, so neither O nor LSE is read; no softcap or LSE
+// output; gradients in the input dtype as torch returns them.
+afz_backward_kernel math_backward_kernel() {
+  afz_backward_kernel k = backward_kernel(
+      "cpu.bwd.math",
+      "PyTorch's math path differentiated by autograd, in fp32: its own forward (q, k times sqrt(scale), "
+      "P normalized by its own row sum), D = rowsum(dP * P)",
+      cpu::math_backward_entry);
+  k.caps.flags = (k.caps.flags & ~uint32_t(AFZ_CAP_SOFTCAP | AFZ_CAP_LSE)) | AFZ_CAP_BWD_OWN_FORWARD |
+                 AFZ_CAP_GRADS_IN_INPUT_DTYPE;
+  k.precision = cpu::kMathBwdPrecision;
+  k.user = nullptr;
+  return k;
+}
+
 }  // namespace
 
 const std::vector<afz_backward_kernel>& cpu_backward_kernels() {
   static const std::vector<afz_backward_kernel> kernels = {
       backward_kernel("cpu.bwd.fa2", "FA2 backward: P = exp(S - LSE) recomputed per block, Br = Bc = 64",
                       cpu::fa2_backward_entry<>),
+      math_backward_kernel(),
   };
   return kernels;
 }

@@ -1,4 +1,5 @@
-// The built-in backward kernels: the CPU reference (cpu.bwd.fa2) and the
+// The built-in backward kernels: the CPU references (cpu.bwd.fa2, and
+// cpu.bwd.math for kernels that differentiate their own forward) and the
 // backward mutant zoo (kernels/mutants/backward_defects.h), each with one
 // defect.  afz_kernel's layout is ABI v1, so backward kernels are their own
 // list (afz_backward_kernel), not entries of the forward KernelRegistry.

@@ -69,7 +69,9 @@ constexpr afz_precision kCudnnPrecision = {AFZ_F32, AFZ_P_DTYPE_OF_V, AFZ_F32, /
 // by the row sum: P stays fp32 and is normalized BEFORE P.V, so exp_ulps 3 =
 // expf's 2 + that division), P.V by an fp32 GEMM, then ONE rounding of O to
 // the input dtype.  IEEE expf: no flushing.  The two sqrt(scale) products
-// round once more each than the bound's "one rounding for the scale".
+// round once more each than the bound's "one rounding for the scale"; the
+// backward (autograd through this forward) declares AFZ_CAP_BWD_OWN_FORWARD,
+// whose bound charges them, its own normalization and D = rowsum(dP * P).
 constexpr afz_precision kMathPrecision = {AFZ_F32, AFZ_F32, AFZ_F32, /*exp_ulps=*/3.0f,
                                           /*flush_subnormals=*/0, /*l_from_unrounded_p=*/1};
 

@@ -285,7 +285,7 @@ Entry* entries(size_t* count) {
        BackwardBuiltin(Kind::Math, "aten::_scaled_dot_product_attention_math", AFZ_ALIGN_TOP_LEFT,
                        kMathConventions.empty_lse),
        {kBothAlignments | kMasks | AFZ_CAP_VARLEN | AFZ_CAP_GQA | AFZ_CAP_STRIDED | AFZ_CAP_DV_NE_D | AFZ_CAP_GPU |
-            AFZ_CAP_GRADS_IN_INPUT_DTYPE,
+            AFZ_CAP_GRADS_IN_INPUT_DTYPE | AFZ_CAP_BWD_OWN_FORWARD,
         kMathTypes, kMathTypes, 1, kNoHeadDimLimit, 1, 0},
        kMathPrecision, kMathConventions},
       {"torch.flash_varlen",

@@ -297,5 +297,75 @@ TEST(BackwardBound, AnExactDsPastTheP16RangeIsOutsideThePrecisionModel) {
   EXPECT_GT(b.v.elements, 0) << b.v.detail;
 }
 
+// ---- A kernel that differentiates its own forward (AFZ_CAP_BWD_OWN_FORWARD) ----
+
+// The fp32 torch.math [bwd] failures of the H200 backward audits
+// (reports/backward, issue 14), as saved there: scores of order 1e4 (a planted
+// 1e4 under a -1e4 additive band, every score shifted by +-1e4) and a planted
+// maximum of 20 over 256 keys.  An fp32 emulation of PyTorch's math path
+// (tests/kernels/torch/math_emulation) reproduces each H200 gradient to 2-3
+// digits (the late_max dV bit for bit); so does cpu.bwd.math.
+const char* const kH200MathCases[] = {
+    // late_max: dQ 3.6 x, dV 249 x the fused model's bound on the H200
+    "batch 3\nheads 4 2\nseqlen_q 12 6 1\nseqlen_k 191 174 0\nhead_dim 8\ndtype fp32\nadd_mask -10000 band -20 4\n"
+    "row_gap 3\ntransform late_max count=2 boost=10000\nseed 0xf57766e4de74ffc2\n",
+    // shift_scores -1e4: dK 1.74 x
+    "batch 3\nheads 2\nseqlen_q 2 1 1\nseqlen_k 82 65 0\nhead_dim 256\ndtype fp32\nscale 0.10206207633018494\n"
+    "add_mask -inf random 500\nlayout packed_qkv\ntransform shift_scores offset=-10000\nseed 0x99c0d056b40fec97\n",
+    // shift_scores +1e4: dK 1.26 x
+    "batch 3\nheads 4 2\nseqlen_q 2 1 1\nseqlen_k 86 69 0\nhead_dim 128\ndtype fp32\nscale 0.125\n"
+    "add_mask -inf rows_every 3 1\nkv_broadcast heads\ntransform shift_scores offset=10000\nseed 0xe1493a2e9fa904bc\n",
+    // early_max over 256 keys: dV 1.2 x
+    "batch 2\nheads 4 2\nseqlen_q 2 0\nseqlen_k 256 6\nhead_dim 33\ndtype fp32\nscale 0.10206207633018494\n"
+    "bool_mask cols_every 5 2\nkv_broadcast heads\ntransform early_max count=1 boost=20\nseed 0x7e221eba4a0c5811\n",
+};
+
+// Judged as if it read the given LSE and O (the fused model), the math
+// path's own normalization and D fail every one of them; declared, they pass.
+TEST(OwnForwardBound, TheH200MathPathCasesNeedTheOwnForwardTerms) {
+  const afz_backward_kernel& math = *find_backward_kernel("cpu.bwd.math");
+  ASSERT_TRUE(math.caps.flags & AFZ_CAP_BWD_OWN_FORWARD);
+  afz_backward_kernel as_fused = math;
+  as_fused.caps.flags &= ~uint32_t(AFZ_CAP_BWD_OWN_FORWARD);
+  double worst = 0;
+  for (const char* text : kH200MathCases) {
+    SCOPED_TRACE(text);
+    const Case c = parse(text);
+    const Verdict fused = judge(c, as_fused, false).v;
+    EXPECT_EQ(fused.cls, VerdictClass::NumericMismatch) << fused.detail;
+    EXPECT_GT(fused.max_over_bound, 1.0);
+    const Verdict own = judge(c, math, false).v;
+    EXPECT_EQ(own.cls, VerdictClass::Pass) << own.detail;
+    EXPECT_GT(own.elements, 0) << "judged, not outside the precision model: " << own.detail;
+    worst = std::max(worst, own.max_over_bound);
+  }
+  RecordProperty("worst_over_bound", std::to_string(worst));
+}
+
+// The own-forward terms are the declaration's alone: a fused kernel's
+// bound is the same number with or without the call.
+TEST(OwnForwardBound, OnlyTheDeclarationAddsTheTerms) {
+  const Case c = parse(kH200MathCases[0]);
+  Materialized m(c);
+  BackwardMaterialized bm(m);
+  const GradResult r = make_fast_backward_oracle()->compute(m.problem(), bm.dout());
+  const afz_backward_kernel& fa2 = *find_backward_kernel("cpu.bwd.fa2");
+  const GradBoundModel plain(fa2.precision, AFZ_F32, c.out_dtype, m.problem());
+  GradBoundModel undeclared = plain, declared = plain;
+  undeclared.own_forward(fa2.caps.flags, r);
+  declared.own_forward(fa2.caps.flags | AFZ_CAP_BWD_OWN_FORWARD, r);
+  const double slack = plain.slack(r);
+  EXPECT_EQ(undeclared.slack(r), slack);
+  EXPECT_GT(declared.slack(r), slack);
+  int larger = 0;
+  for (size_t e = 0; e < r.dq.value.size(); ++e) {
+    EXPECT_EQ(undeclared.dq_dk(r.dq, e, 1, slack), plain.dq_dk(r.dq, e, 1, slack));
+    larger += declared.dq_dk(r.dq, e, 1, slack) > plain.dq_dk(r.dq, e, 1, slack);
+  }
+  for (size_t e = 0; e < r.dv.value.size(); ++e)
+    EXPECT_EQ(undeclared.dv(r.dv, e, 1, slack), plain.dv(r.dv, e, 1, slack));
+  EXPECT_GT(larger, 0);
+}
+
 }  // namespace
 }  // namespace afz

@@ -173,6 +173,58 @@ TEST(BackwardKernel, ReferencePassesGeneratedCases) {
   RecordProperty("worst_over_bound", std::to_string(worst));
 }
 
+// cpu.bwd.math (PyTorch's math path under autograd, emulated) under its
+// own-forward bound, over the backward mix (extreme scores, masked rows, GQA).
+TEST(BackwardKernel, MathReferencePassesGeneratedCases) {
+  const afz_backward_kernel& math = *find_backward_kernel("cpu.bwd.math");
+  const auto fast = make_fast_backward_oracle();
+  const auto precise = make_escalation_backward_oracle();
+  int judged = 0;
+  double worst = 0;
+  for (uint64_t n = 0; n < 200; ++n) {
+    const Case c = generate_case(GeneratorMix::defaults(Pass::Bwd), 1, n).c;
+    if (case_work(c) > 2'000'000) continue;  // keep the test fast
+    BackwardOutcome o;
+    try {
+      o = run_backward_case(math, c, *fast, precise.get());
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (o.verdict.cls == VerdictClass::Unsupported) continue;  // softcap: the math path has none
+    ++judged;
+    worst = std::max(worst, o.verdict.max_over_bound);
+    EXPECT_EQ(o.verdict.cls, VerdictClass::Pass) << o.verdict.detail << "\n" << write_case(c);
+  }
+  EXPECT_GT(judged, 100);
+  RecordProperty("worst_over_bound", std::to_string(worst));
+}
+
+// The own-forward bound is looser than the fused one (a row's every score
+// error reaches each of its P and D): every backward mutant, declared as a
+// kernel that differentiates its own forward, must still be killed.
+TEST(BackwardGate, EveryBackwardMutantIsKilledUnderTheOwnForwardBound) {
+  const auto fast = make_fast_backward_oracle();
+  const auto precise = make_escalation_backward_oracle();
+  constexpr int64_t kBudget = 200;
+  for (const BackwardMutantInfo& info : cpu_backward_mutants()) {
+    if (!info.expected_kill) continue;
+    afz_backward_kernel mutant = info.kernel;
+    mutant.caps.flags |= AFZ_CAP_BWD_OWN_FORWARD;
+    int64_t cases = 0;
+    bool killed = false;
+    for (uint64_t n = 0; n < uint64_t(kBudget) && !killed; ++n) {
+      ++cases;
+      try {
+        const Case c = generate_case(GeneratorMix::defaults(Pass::Bwd), 1, n).c;
+        killed = is_failure(run_backward_case(mutant, c, *fast, precise.get()).verdict.cls);
+      } catch (const std::exception&) {
+      }
+    }
+    EXPECT_TRUE(killed) << mutant.name << " survived " << cases << " cases";
+    RecordProperty(std::string(mutant.name) + "_cases", std::to_string(cases));
+  }
+}
+
 TEST(BackwardGate, EveryBackwardMutantIsKilled) {
   for (const BackwardGateRow& row : run_backward_gate(1, 200)) {
     if (!row.expected_kill) continue;

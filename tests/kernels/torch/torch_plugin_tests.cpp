@@ -649,6 +649,10 @@ TEST(TorchPlugin, BackwardKernelsLoadUnderTheForwardNames) {
     EXPECT_TRUE(one_line(k.description));
     EXPECT_EQ(k.conventions.empty_lse, r.find(name)->conventions.empty_lse) << "the forward's convention";
   }
+  // Autograd differentiates the math path's own fp32 forward (its own P and
+  // D, not the O and LSE given); the fused operators read what they are given.
+  EXPECT_TRUE(r.find_backward("torch.math")->caps.flags & AFZ_CAP_BWD_OWN_FORWARD);
+  EXPECT_FALSE(r.find_backward("torch.flash")->caps.flags & AFZ_CAP_BWD_OWN_FORWARD);
   // The fused backward passes reduce dQ with atomics; the math path's
   // autograd graph has none.
   EXPECT_TRUE(r.find_backward("torch.flash")->caps.flags & AFZ_CAP_NONDETERMINISTIC);
