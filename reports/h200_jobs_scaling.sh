@@ -33,8 +33,11 @@ for j in $jobs_list; do
     --out "$d" > "$d.log" 2>&1
   echo "rc=$? $(grep -m1 'cases in' "$d.log")"
   grep -m1 '^time:' "$d.log"
+  # Cut by the step's time, or by a lost GPU (then the range stops here), or swept whole.
   ran=$(grep -m1 -o 'sweep stopped by --sweep-time [0-9]* s after [0-9]*' "$d.log" | awk '{print $NF}')
-  [ -z "$ran" ] && ran=$((end - next))  # the range was swept whole
+  lost=$(grep -m1 -o 'the GPU was lost after [0-9]* cells' "$d.log" | awk '{print $(NF-1)}')
+  [ -n "$lost" ] && { echo "jobs $j: GPU lost after $lost cells"; next=$((next + lost)); break; }
+  [ -z "$ran" ] && ran=$((end - next))
   echo "jobs $j: $ran cells in a ${step_s} s sweep"
   next=$((next + ran))
 done

@@ -11,7 +11,9 @@
 # Usage: reports/h200_sweep.sh DEADLINE_SECONDS
 #   CUDNN_SHARDS ("2/5 3/5 4/5"), TORCH_SHARDS ("2/10 ... 9/10"): shards (K/N) or cell
 #   ranges (A-B, for `audit --cells`) in run order
-#   CUDNN_JOBS (7), TORCH_JOBS (9), REPRO_S (seconds kept for the re-runs, 90)
+#   CUDNN_JOBS (4), TORCH_JOBS (4), REPRO_S (seconds kept for the re-runs, 90): throughput stops
+#   growing past 4 jobs, and the GPU was lost twice with 16 worker processes on it
+#   (reports/production/README.md, run 7)
 #   BWD_SMOKE=1: first the new backward adapters on the case files (issue 14)
 set -u
 deadline=$((SECONDS + ${1:-560}))
@@ -47,14 +49,14 @@ repro() {  # name libs...: every case the group saved, twice each for identical 
   local name=$1; shift
   local files=("$R"/${name}_*/corpus/*.case)
   [ -f "${files[0]}" ] || { echo "$name: no saved cases"; return; }
-  timeout -k 10 $(($(left) - 10)) $AF "$@" --determinism repro --jobs "${REPRO_JOBS:-6}" "${files[@]}" \
+  timeout -k 10 $(($(left) - 10)) $AF "$@" --determinism repro --jobs "${REPRO_JOBS:-4}" "${files[@]}" \
     > "$R/repro_$name.txt" 2>&1
   echo "$name repro rc=$? (${#files[@]} cases, $(grep -c ': pass' "$R/repro_$name.txt") pass)"
 }
 
 step "cuDNN direct (system cuDNN) starts: shards ${CUDNN_SHARDS:-2/5 3/5 4/5}"
 $AF kernels > "$R/kernels_system_cudnn.txt" 2>&1; grep -A1 '^cudnn' "$R/kernels_system_cudnn.txt"
-( group cudnn "${CUDNN_JOBS:-7}" "${CUDNN_SHARDS:-2/5 3/5 4/5}" cudnn.sdpa,cudnn.sdpa.raw ) > "$R/cudnn_group.log" 2>&1 &
+( group cudnn "${CUDNN_JOBS:-4}" "${CUDNN_SHARDS:-2/5 3/5 4/5}" cudnn.sdpa,cudnn.sdpa.raw ) > "$R/cudnn_group.log" 2>&1 &
 pids+=($!)
 
 step "build the libtorch plugin"
@@ -80,7 +82,7 @@ if [ -n "$TL" ]; then
     grep -v '^  ' "$R/bwd_smoke.txt"
   fi
   step "libtorch kernels start: shards ${TORCH_SHARDS:-2/10 3/10 4/10 5/10 6/10 7/10 8/10 9/10}"
-  ( group torch "${TORCH_JOBS:-9}" "${TORCH_SHARDS:-2/10 3/10 4/10 5/10 6/10 7/10 8/10 9/10}" $TORCH_KERNELS \
+  ( group torch "${TORCH_JOBS:-4}" "${TORCH_SHARDS:-2/10 3/10 4/10 5/10 6/10 7/10 8/10 9/10}" $TORCH_KERNELS \
       --kernel-lib "$TL" ) > "$R/torch_group.log" 2>&1 &
   pids+=($!)
 fi

@@ -41,6 +41,7 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
   const KernelRegistry reg = g.registry();
   AuditOptions o;
   o.kernels = resolve_pass_kernels(reg, a.kernels, parse_pass_flag(a.pass).value_or(Pass::Fwd));
+  require_device_if_all_gpu(o.kernels);
   o.seed = a.seed;
   o.time_s = parse_duration(a.time);
   if (!a.sweep_time.empty()) o.sweep_time_s = parse_duration(a.sweep_time);

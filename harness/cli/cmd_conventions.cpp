@@ -20,7 +20,9 @@ Action add_conventions_command(CLI::App& app, Globals& g) {
   return [&g, kernels, out]() {
     const KernelRegistry reg = g.registry();
     const Runner runner(g.run_options());
-    const ConventionTable t = probe_conventions(resolve_kernels(reg, *kernels), runner);
+    const std::vector<CampaignKernel> slots = resolve_kernels(reg, *kernels);
+    require_device_if_all_gpu(slots);
+    const ConventionTable t = probe_conventions(slots, runner);
     // A lost GPU: its kernels' cells would read `unsupported` and the
     // disagreements "none"; say what happened instead (exit 2).
     if (!t.gpu_lost.empty()) {

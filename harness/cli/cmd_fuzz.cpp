@@ -79,6 +79,17 @@ std::vector<std::string> resolve_backward_kernels(const KernelRegistry& reg, con
   return out;
 }
 
+void require_device_if_all_gpu(const std::vector<CampaignKernel>& kernels) {
+  if (kernels.empty()) return;
+  std::string names;
+  for (const CampaignKernel& k : kernels) {
+    if (!(k.kernel->caps.flags & AFZ_CAP_GPU)) return;
+    names += (names.empty() ? "" : ", ") + std::string(k.kernel->name);
+  }
+  if (const std::string why = gpu::gpu_unavailable_reason(); !why.empty())
+    throw BadInput{fmt::format("{}: every kernel asked for runs on the GPU ({}); nothing to run", why, names)};
+}
+
 std::vector<CampaignKernel> resolve_pass_kernels(const KernelRegistry& reg, const std::vector<std::string>& specs,
                                                  Pass pass) {
   if (pass == Pass::Fwd) return resolve_kernels(reg, specs);
@@ -222,6 +233,7 @@ int run_fuzz(const Globals& g, const FuzzArgs& a) {
   CampaignOptions o;
   const Pass pass = parse_pass_flag(a.pass).value_or(Pass::Fwd);
   o.kernels = resolve_pass_kernels(reg, a.kernels, pass);
+  require_device_if_all_gpu(o.kernels);
   o.seed = a.seed;
   o.first_case = a.first_case;
   o.time_s = a.time.empty() ? -1 : parse_duration(a.time);

@@ -13,6 +13,7 @@
 
 #include "harness/case/case_file.h"
 #include "harness/cli/commands.h"
+#include "harness/run/gpu/gpu_run.h"
 #include "harness/run/backward_runner.h"
 
 namespace afz::cli {
@@ -53,7 +54,13 @@ struct BackwardOracles {
 struct FileResult {
   std::string out, err;
   bool bad_input = false, failed = false;
+  bool not_run = false;  // a GPU kernel, and no GPU here (or it was lost)
 };
+
+// `unsupported` for want of a GPU is not a verdict on the case: the case did not run.
+bool ran_without_device(const afz_caps& caps, const Verdict& v) {
+  return (caps.flags & AFZ_CAP_GPU) && v.cls == VerdictClass::Unsupported && gpu::is_no_device_detail(v.detail);
+}
 
 // Runs one file against the named kernel (or the one the file records),
 // through the pass asked for (or the one the file records).
@@ -86,6 +93,7 @@ FileResult run_file(const std::string& file, const RunArgs& a, std::optional<Pas
       const CaseOutcome o = runner.run(*k, *c);
       format_outcome(r.out, file, k->name, o.verdict, repro_flags);
       r.failed |= is_failure(o.verdict.cls);
+      r.not_run |= ran_without_device(k->caps, o.verdict);
     }
     if (bk) {
       if (!backward_oracles) backward_oracles.emplace();
@@ -93,6 +101,7 @@ FileResult run_file(const std::string& file, const RunArgs& a, std::optional<Pas
                                                   runner.options().check_determinism, timeout_s);
       format_outcome(r.out, file, backward_label(bk->name), o.verdict, repro_flags);
       r.failed |= is_failure(o.verdict.cls);
+      r.not_run |= ran_without_device(bk->caps, o.verdict);
     }
   } catch (const std::exception& e) {
     return bad(file + ": " + e.what());
@@ -113,6 +122,7 @@ int run_files(const Globals& g, const RunArgs& a) {
   std::mutex mu;
   size_t printed = 0;
   bool bad_input = false, failed = false;
+  size_t not_run = 0;
   std::atomic<size_t> next{0};
   auto worker = [&] {
     std::optional<BackwardOracles> backward_oracles;  // per thread: made on its first backward file
@@ -127,6 +137,7 @@ int run_files(const Globals& g, const RunArgs& a) {
         std::fflush(stdout);
         bad_input |= done.bad_input;
         failed |= done.failed;
+        not_run += done.not_run ? 1 : 0;
         results[printed].reset();  // printed: its text is not kept
       }
     }
@@ -135,8 +146,12 @@ int run_files(const Globals& g, const RunArgs& a) {
   for (int j = 1; j < std::min<int>(a.jobs, int(std::max<size_t>(n, 1))); ++j) threads.emplace_back(worker);
   worker();
   for (std::thread& t : threads) t.join();
-  if (bad_input) return kExitBadInput;
-  return failed ? kExitFailuresFound : kExitOk;
+  // A repro that could not run must not read as "fixed" (exit 0): exit 2
+  // unless a failure was found meanwhile (exit 1), as a lost GPU in a campaign.
+  if (not_run > 0)
+    fmt::print(stderr, "attnfuzz: {} of {} case file(s) not run: no GPU (each says why above)\n", not_run, n);
+  if (failed) return bad_input ? kExitBadInput : kExitFailuresFound;
+  return bad_input || not_run > 0 ? kExitBadInput : kExitOk;
 }
 
 }  // namespace

@@ -58,6 +58,10 @@ std::vector<std::string> resolve_backward_kernels(const KernelRegistry& reg, con
 // or both (a name that is only a backward kernel runs the backward alone).
 std::vector<CampaignKernel> resolve_pass_kernels(const KernelRegistry& reg, const std::vector<std::string>& specs,
                                                  Pass pass);
+// A run whose every kernel needs the GPU, where no worker finds one, has
+// nothing to run: BadInput with the reason (one line, exit 2), not a
+// matrix of `unsupported` and exit 0.  Mixed runs go on (CPU kernels run).
+void require_device_if_all_gpu(const std::vector<CampaignKernel>& kernels);
 // "NAME [bwd] numeric_mismatch in dq": a failure as progress lines name it.
 std::string failure_label(const ReportFailure& f);
 // --pass: nullopt when not given, else fwd | bwd | both; BadInput otherwise.

@@ -128,11 +128,11 @@ class CudaSession final : public DeviceSession {
 std::unique_ptr<DeviceSession> DeviceSession::open(std::string* why, std::string* device_name) {
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
-    *why = describe(e, "no CUDA device");
+    *why = describe(e, kNoDevicePrefix);
     return nullptr;
   }
   if (count == 0) {
-    *why = "no CUDA device";
+    *why = kNoDevicePrefix;
     return nullptr;
   }
   cudaDeviceProp prop{};

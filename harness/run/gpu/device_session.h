@@ -10,6 +10,9 @@
 
 namespace afz::gpu {
 
+// How open()'s *why begins when no device is usable (is_no_device_detail).
+inline constexpr const char* kNoDevicePrefix = "no CUDA device";
+
 class DeviceSession {
  public:
   virtual ~DeviceSession() = default;

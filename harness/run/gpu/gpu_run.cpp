@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/run/gpu/device_session.h"
 #include "harness/run/gpu/problem_wire.h"
 #include "harness/run/gpu/protocol.h"
 #include "harness/run/gpu/wire.h"
@@ -352,6 +353,10 @@ std::string gpu_lost_reason() {
 }
 
 bool is_gpu_lost_detail(const std::string& detail) { return detail.starts_with(kLostPrefix); }
+
+bool is_no_device_detail(const std::string& detail) {
+  return detail.starts_with(kNoDevicePrefix) || is_gpu_lost_detail(detail);
+}
 
 void note_worker_greeting(bool found_device, const std::string& why_none) {
   std::lock_guard<std::mutex> lock(g_record_mu);

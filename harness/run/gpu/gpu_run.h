@@ -73,6 +73,10 @@ WorkerRun run_backward_in_worker(const afz_backward_kernel& k, afz_backward_prob
 int worker_pid();
 // Ends this thread's worker (the next case starts a fresh one).
 void stop_worker();
+// A detail that says the kernel did not run for want of a GPU: no CUDA
+// device here, or the one there was lost (is_gpu_lost_detail).
+bool is_no_device_detail(const std::string& detail);
+
 // Worker processes this process has started, all threads together: each
 // start costs a CUDA context and the plugins' loading (seconds with libtorch).
 int64_t workers_started();

@@ -4,7 +4,7 @@
 namespace afz::gpu {
 
 std::unique_ptr<DeviceSession> DeviceSession::open(std::string* why, std::string*) {
-  *why = "this attnfuzz was built without CUDA (configure with nvcc present and -DATTNFUZZ_CUDA=ON)";
+  *why = std::string(kNoDevicePrefix) + ": this attnfuzz was built without CUDA (configure with nvcc present and -DATTNFUZZ_CUDA=ON)";
   return nullptr;
 }
 
