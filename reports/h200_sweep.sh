@@ -15,6 +15,7 @@
 #   growing past 4 jobs, and the GPU was lost twice with 16 worker processes on it
 #   (reports/production/README.md, run 7)
 #   BWD_SMOKE=1: first the new backward adapters on the case files (issue 14)
+#   EARLIER_CUDNN, EARLIER_TORCH: globs of an earlier run's saved cases, re-run in the re-run step too
 set -u
 deadline=$((SECONDS + ${1:-560}))
 repro_s=${REPRO_S:-90}
@@ -45,9 +46,9 @@ group() {  # name jobs "shards" kernels [--kernel-lib ...]
     grep 'sweep stopped' "$d.log" | head -1
   done
 }
-repro() {  # name libs...: every case the group saved, twice each for identical bits
-  local name=$1; shift
-  local files=("$R"/${name}_*/corpus/*.case)
+repro() {  # name "globs" libs...: every case there, twice each for identical bits
+  local name=$1 globs=$2; shift 2
+  local files=($globs)
   [ -f "${files[0]}" ] || { echo "$name: no saved cases"; return; }
   timeout -k 10 $(($(left) - 10)) $AF "$@" --determinism repro --jobs "${REPRO_JOBS:-4}" "${files[@]}" \
     > "$R/repro_$name.txt" 2>&1
@@ -92,11 +93,15 @@ wait "${pids[@]}"
 pids=()
 cat "$R/cudnn_group.log" "$R/torch_group.log" 2>/dev/null
 for f in "$R"/*of*.log "$R"/*cells_*.log; do
-  [ -f "$f" ] || continue echo "--- $f"; grep -A3 '^cudnn\.\|^torch\.' "$f" | grep -v '^ *unsupported\|minimization' | head -30; done
+  [ -f "$f" ] || continue
+  echo "--- $f"; grep -A3 '^cudnn\.\|^torch\.' "$f" | grep -v '^ *unsupported\|minimization' | head -30; done
 
 step "every case saved, re-run on the H200 ($(left) s left)"
-( unset ATTNFUZZ_CUDNN_LIB; repro cudnn ) & pids+=($!)
-[ -n "$TL" ] && { repro torch --kernel-lib "$TL" & pids+=($!); }
+( unset ATTNFUZZ_CUDNN_LIB; repro cudnn "$R/cudnn_*/corpus/*.case" ) & pids+=($!)
+[ -n "$TL" ] && { repro torch "$R/torch_*/corpus/*.case" --kernel-lib "$TL" & pids+=($!); }
+# Saved cases of earlier runs not yet confirmed there (globs, e.g. reports/production/run7/call2/cudnn_*/corpus/*.case).
+[ -n "${EARLIER_CUDNN:-}" ] && { ( unset ATTNFUZZ_CUDNN_LIB; repro earlier_cudnn "$EARLIER_CUDNN" ) & pids+=($!); }
+[ -n "${EARLIER_TORCH:-}" ] && [ -n "$TL" ] && { repro earlier_torch "$EARLIER_TORCH" --kernel-lib "$TL" & pids+=($!); }
 wait "${pids[@]}"
 kill "${samplers[@]}" 2>/dev/null
 step done
