@@ -21,28 +21,13 @@ sweep_s=${1:-300}
 shard=${2:-0/1}
 deadline=$((SECONDS + ${3:-570}))
 repro_root=${4:-}
-# Background jobs by pid: a bare `wait` would also wait for the tee below
-# (bash >= 5.1 waits for process substitutions), which never ends.
-pids=()
-R=$OUT/audits
-mkdir -p "$R"
-exec > >(tee "$R/log.txt") 2>&1
-trap 'sleep 1; tar czf "$OUT/audits.tgz" -C "$OUT" audits && rm -rf "$OUT/audits"' EXIT
-step() { printf '\n=== %s  (%s, %d s in)\n' "$*" "$(date +%T)" "$SECONDS"; }
-left() { echo $((deadline - SECONDS)); }
-export LD_LIBRARY_PATH=$PWD/.carry${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-AF=$PWD/.carry/attnfuzz
+. "$(dirname "$0")/h200_lib.sh"
+h200_begin audits
 PY=$PWD/.carry/libattnfuzz_python.so
-export PATH=/opt/torch/.venv/bin:$PATH ATTNFUZZ_PYTHON=/opt/torch/.venv/bin/python3 ATTNFUZZ_PYTHONPATH=$PWD/python
+export ATTNFUZZ_PYTHON=/opt/torch/.venv/bin/python3 ATTNFUZZ_PYTHONPATH=$PWD/python
 # JAX would take 75 % of the GPU at import, in every worker.
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
-step machine
-git log -1 --format='commit %H %s' 2>/dev/null || true
-nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
-nproc
-TP=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-TORCH_CUDNN=$(python3 -c 'import nvidia.cudnn,os;print(os.path.join(list(nvidia.cudnn.__path__)[0],"lib","libcudnn.so.9"))')
-python3 -c 'import torch,jax,triton;print("torch",torch.__version__,"cudnn",torch.backends.cudnn.version(),"jax",jax.__version__,"triton",triton.__version__)'
+python3 -c 'import jax,triton;print("jax",jax.__version__,"triton",triton.__version__)'
 # A SIGTERM ends an audit at a case boundary with its report written
 # (stop_request.h); the KILL 40 s later is for a harness that does not answer.
 audit() {  # name jobs minimize_s kernels [--kernel-lib ...]
@@ -91,12 +76,7 @@ if [ -n "$repro_root" ]; then
   [ -d "$repro_root/py_flex" ] && { repro earlier_py_flex "$repro_root/py_flex/corpus" "${PYFLEX[@]}" & pids+=($!); }
 fi
 
-step "build the libtorch plugin"
-B=/tmp/build-torch
-( cmake -S kernels/torch -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" &&
-  cmake --build $B -j 6 --target attnfuzz_torch ) > "$R/torch_build.log" 2>&1 || tail -30 "$R/torch_build.log"
-TL=$(ls $B/libattnfuzz_torch.so 2>/dev/null)
-echo "plugin: ${TL:-none}"
+build_torch_plugin 6
 TORCH_KERNELS=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
 SDPA_PY=${py:+,py.sdpa.flash,py.sdpa.efficient,py.sdpa.cudnn,py.sdpa.math}
 # One process, one libcudnn.so.9: with libtorch loaded, the direct adapter

@@ -24,21 +24,8 @@ shard=${2:-0/1}
 deadline=$((SECONDS + ${3:-540}))
 extra_step=${4:-}
 repro_root=${5:-}
-pids=()  # background jobs by pid: a bare `wait` would wait for the tee below too
-R=$OUT/backward
-mkdir -p "$R"
-exec > >(tee "$R/log.txt") 2>&1
-trap 'sleep 1; tar czf "$OUT/backward.tgz" -C "$OUT" backward && rm -rf "$OUT/backward"' EXIT
-step() { printf '\n=== %s  (%s, %d s in)\n' "$*" "$(date +%T)" "$SECONDS"; }
-left() { echo $((deadline - SECONDS)); }
-export LD_LIBRARY_PATH=$PWD/.carry${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-AF=$PWD/.carry/attnfuzz
-export PATH=/opt/torch/.venv/bin:$PATH
-step machine
-nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
-TP=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-TORCH_CUDNN=$(python3 -c 'import nvidia.cudnn,os;print(os.path.join(list(nvidia.cudnn.__path__)[0],"lib","libcudnn.so.9"))')
-python3 -c 'import torch;print("torch",torch.__version__,"cudnn",torch.backends.cudnn.version())'
+. "$(dirname "$0")/h200_lib.sh"
+h200_begin backward
 audit() {  # name jobs sweep_s kernels [--kernel-lib ...]; PASS=fwd for a forward audit
   local name=$1 jobs=$2 s=$3 kernels=$4; shift 4
   ( timeout -k 40 $((s + 90)) $AF "$@" audit --pass ${PASS:-bwd} --kernel "$kernels" --time 20 --sweep-time $s \
@@ -76,12 +63,7 @@ if [ -n "$extra_step" ]; then
   pids+=($!)
 fi
 
-step "build the libtorch plugin"
-B=/tmp/build-torch
-( cmake -S kernels/torch -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" &&
-  cmake --build $B -j 8 --target attnfuzz_torch ) > "$R/torch_build.log" 2>&1 || tail -30 "$R/torch_build.log"
-TL=$(ls $B/libattnfuzz_torch.so 2>/dev/null)
-echo "plugin: ${TL:-none}"
+build_torch_plugin 8
 TORCH_BWD=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
 if [ -n "$TL" ]; then
   export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN  # one process, one libcudnn.so.9

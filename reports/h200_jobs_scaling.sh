@@ -15,11 +15,7 @@ export OMP_NUM_THREADS=1  # the GPU kernels need no CPU threads in each worker
 vmstat -t 5 > "$R/vmstat.txt" 2>&1 & samplers=($!)
 nvidia-smi dmon -s u -d 5 > "$R/gpu_util.txt" 2>&1 & samplers+=($!)
 
-step "build the libtorch plugin"
-B=/tmp/build-torch
-( cmake -S kernels/torch -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" &&
-  cmake --build $B -j 16 --target attnfuzz_torch ) > "$R/torch_build.log" 2>&1 || tail -30 "$R/torch_build.log"
-TL=$B/libattnfuzz_torch.so
+build_torch_plugin 16
 export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN  # one process, one libcudnn.so.9
 
 next=$first

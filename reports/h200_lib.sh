@@ -18,5 +18,15 @@ h200_begin() {  # name
   TORCH_CUDNN=$(python3 -c 'import nvidia.cudnn,os;print(os.path.join(list(nvidia.cudnn.__path__)[0],"lib","libcudnn.so.9"))')
   python3 -c 'import torch;print("torch",torch.__version__,"cudnn",torch.backends.cudnn.version())'
 }
+# Builds kernels/torch against the machine's torch (Torch lives there only):
+# TL is the plugin, "" if the build failed (its log's tail printed).
+build_torch_plugin() {  # jobs
+  step "build the libtorch plugin"
+  local B=/tmp/build-torch
+  ( cmake -S kernels/torch -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" &&
+    cmake --build $B -j "$1" --target attnfuzz_torch ) > "$R/torch_build.log" 2>&1 || tail -30 "$R/torch_build.log"
+  TL=$(ls $B/libattnfuzz_torch.so 2>/dev/null)
+  echo "plugin: ${TL:-none}"
+}
 step() { printf '\n=== %s  (%s, %d s in)\n' "$*" "$(date +%T)" "$SECONDS"; }
 left() { echo $((deadline - SECONDS)); }

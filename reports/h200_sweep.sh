@@ -60,12 +60,7 @@ $AF kernels > "$R/kernels_system_cudnn.txt" 2>&1; grep -A1 '^cudnn' "$R/kernels_
 ( group cudnn "${CUDNN_JOBS:-4}" "${CUDNN_SHARDS:-2/5 3/5 4/5}" cudnn.sdpa,cudnn.sdpa.raw ) > "$R/cudnn_group.log" 2>&1 &
 pids+=($!)
 
-step "build the libtorch plugin"
-B=/tmp/build-torch
-( cmake -S kernels/torch -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" &&
-  cmake --build $B -j 6 --target attnfuzz_torch ) > "$R/torch_build.log" 2>&1 || tail -30 "$R/torch_build.log"
-TL=$(ls $B/libattnfuzz_torch.so 2>/dev/null)
-echo "plugin: ${TL:-none}"
+build_torch_plugin 6
 TORCH_KERNELS=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
 if [ -n "$TL" ]; then
   # One process, one libcudnn.so.9: with libtorch loaded, PyTorch's cuDNN.
