@@ -13,17 +13,13 @@
 #include "harness/case/materialize.h"
 #include "harness/run/gpu/gpu_run.h"
 #include "kernels/registry.h"
+#include "tests/harness/case_from_text.h"
 #include "oracles/backward_oracle.h"
 
 namespace afz {
 namespace {
 
-Case parse(const std::string& text) {
-  ParseError err;
-  std::optional<Case> c = parse_case("attnfuzz-case 1\n" + text, &err);
-  if (!c) ADD_FAILURE() << err.format("case") << "\n" << text;
-  return c.value_or(Case{});
-}
+Case parse(const std::string& body) { return testing::case_from_text(body); }
 
 // Ragged, GQA, a row gap and a zero-length key sequence: every stride path.
 const char* const kCase =
