@@ -16,8 +16,9 @@
 #   (reports/production/README.md, run 7)
 #   BWD_SMOKE=1: first the new backward adapters on the case files (issue 14)
 #   EARLIER_CUDNN, EARLIER_TORCH: globs of an earlier run's saved cases, re-run in the re-run step too
-#   CUDNN_STANDBY=1: standby workers for the cuDNN group too (off by default: its crashes are rare,
-#   and standbys add processes on the device)
+#   STANDBY=1: standby GPU workers (off: run 8's A/B measured them at half the cold rate, 2.5 against
+#   5.2 cells/s, on the one shared GPU)
+#   SERIAL_GROUPS=1: the torch group starts when the cuDNN group is done (fewer GPU processes at once)
 #   TORCH_AB="FIRST END SECONDS": the torch group first sweeps cells [FIRST, END) for SECONDS without
 #   standby workers, then the same cells for SECONDS with them (the A/B of their worth), and its first
 #   TORCH_SHARDS entry then starts where the standby step stopped
@@ -75,12 +76,17 @@ repro() {  # name "globs" libs...: every case there, twice each for identical bi
 
 step "cuDNN direct (system cuDNN) starts: shards ${CUDNN_SHARDS:-2/5 3/5 4/5}"
 $AF kernels > "$R/kernels_system_cudnn.txt" 2>&1; grep -A1 '^cudnn' "$R/kernels_system_cudnn.txt"
-cudnn_flags=(); [ -n "${CUDNN_STANDBY:-}" ] || cudnn_flags=(--no-standby-worker)
-( group cudnn "${CUDNN_JOBS:-4}" "${CUDNN_SHARDS:-2/5 3/5 4/5}" cudnn.sdpa,cudnn.sdpa.raw "${cudnn_flags[@]}" ) \
+standby=(); [ -n "${STANDBY:-}" ] || standby=(--no-standby-worker)
+( group cudnn "${CUDNN_JOBS:-4}" "${CUDNN_SHARDS:-2/5 3/5 4/5}" cudnn.sdpa,cudnn.sdpa.raw "${standby[@]}" ) \
   > "$R/cudnn_group.log" 2>&1 &
 pids+=($!)
 
 build_torch_plugin 6
+if [ -n "${SERIAL_GROUPS:-}" ]; then
+  step "SERIAL_GROUPS: waiting for the cuDNN group"
+  wait "${pids[@]}"
+  pids=()
+fi
 TORCH_KERNELS=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
 if [ -n "$TL" ]; then
   # One process, one libcudnn.so.9: with libtorch loaded, PyTorch's cuDNN.
@@ -106,7 +112,8 @@ if [ -n "$TL" ]; then
       rest=${shards#* }; [ "$rest" = "$shards" ] && rest=""
       shards="$((ab_a + ran))-$ab_e $rest"
     fi
-    group torch "${TORCH_JOBS:-4}" "$shards" $TORCH_KERNELS --kernel-lib "$TL" ) > "$R/torch_group.log" 2>&1 &
+    group torch "${TORCH_JOBS:-4}" "$shards" $TORCH_KERNELS --kernel-lib "$TL" "${standby[@]}" ) \
+    > "$R/torch_group.log" 2>&1 &
   pids+=($!)
 fi
 
@@ -119,11 +126,17 @@ for f in "$R"/*of*.log "$R"/*cells_*.log; do
   echo "--- $f"; grep -A3 '^cudnn\.\|^torch\.' "$f" | grep -v '^ *unsupported\|minimization' | head -30; done
 
 step "every case saved, re-run on the H200 ($(left) s left)"
-( unset ATTNFUZZ_CUDNN_LIB; repro cudnn "$R/cudnn_*/corpus/*.case" ) & pids+=($!)
-[ -n "$TL" ] && { repro torch "$R/torch_*/corpus/*.case" --kernel-lib "$TL" & pids+=($!); }
+( unset ATTNFUZZ_CUDNN_LIB; repro cudnn "$R/cudnn_*/corpus/*.case" "${standby[@]}" ) & pids+=($!)
+[ -n "$TL" ] && { repro torch "$R/torch_*/corpus/*.case" --kernel-lib "$TL" "${standby[@]}" & pids+=($!); }
 # Saved cases of earlier runs not yet confirmed there (globs, e.g. reports/production/run7/call2/cudnn_*/corpus/*.case).
-[ -n "${EARLIER_CUDNN:-}" ] && { ( unset ATTNFUZZ_CUDNN_LIB; repro earlier_cudnn "$EARLIER_CUDNN" ) & pids+=($!); }
-[ -n "${EARLIER_TORCH:-}" ] && [ -n "$TL" ] && { repro earlier_torch "$EARLIER_TORCH" --kernel-lib "$TL" & pids+=($!); }
+[ -n "${EARLIER_CUDNN:-}" ] && { ( unset ATTNFUZZ_CUDNN_LIB; repro earlier_cudnn "$EARLIER_CUDNN" "${standby[@]}" ) & pids+=($!); }
+[ -n "${EARLIER_TORCH:-}" ] && [ -n "$TL" ] && { repro earlier_torch "$EARLIER_TORCH" --kernel-lib "$TL" "${standby[@]}" & pids+=($!); }
 wait "${pids[@]}"
 kill "${samplers[@]}" 2>/dev/null
+# After a lost GPU: what the driver says of it (nvidia-smi may hang on a wedged device).
+if grep -qh 'the GPU was lost' "$R"/*.log 2>/dev/null; then
+  step "the GPU was lost: driver state"
+  timeout 20 nvidia-smi -q 2>&1 | grep -iE 'xid|retired|pending|remapp|recovery|reset|persistence|compute mode' | head -20
+  timeout 5 dmesg 2>&1 | grep -iE 'xid|nvrm' | tail -20
+fi
 step done

@@ -723,6 +723,21 @@ Report Audit::run() {
     begin = o_.first_cell;
     end = o_.end_cell;
   }
+  // The range's cells in sweep order, less those earlier reports cover.
+  std::vector<int64_t> order;
+  std::vector<std::string> names;
+  for (const ReportAudit& a : report_.audits) names.push_back(a.kernel);
+  for (int64_t slot = begin; slot < end; ++slot) {
+    const int64_t cell = cell_at(slot);
+    const size_t r = size_t(cell) / classes_.size(), g = size_t(cell) % classes_.size();
+    if (o_.covered.by_kernel.empty() || !o_.covered.covers(names, rows_[r].name(), classes_[g]->name))
+      order.push_back(cell);
+  }
+  if (const int64_t skipped = end - begin - int64_t(order.size()); skipped > 0)
+    for (ReportAudit& a : report_.audits)
+      a.notes.push_back(fmt::format("{} of the range's {} cells skipped: earlier reports cover them (--skip-covered)",
+                                    skipped, end - begin));
+  const int64_t todo = int64_t(order.size());
   const int64_t per_cell = o_.cases_per_cell;
   // A lost GPU stops the sweep as a stop request does; the cells computed
   // ahead that lost a kernel's outcome to it count as not run.
@@ -734,7 +749,7 @@ Report Audit::run() {
   // Stops fall on cell boundaries: a cell's cases are all run or none.
   auto go_on = [&](int64_t i) {
     if (i % per_cell != 0) return true;
-    const int64_t done = i / per_cell - begin;
+    const int64_t done = i / per_cell;
     if (!gpu::gpu_lost_reason().empty()) {
       note_gpu_lost(done);
       gpu_lost_noted = true;
@@ -745,18 +760,18 @@ Report Audit::run() {
     const std::string by = out_of_time ? fmt::format("--sweep-time {:.0f} s", o_.sweep_time_s) : "a signal";
     for (ReportAudit& a : report_.audits)
       a.notes.push_back(fmt::format("sweep stopped by {} after {} of {} cells: {} cells not run", by, done,
-                                    end - begin, end - begin - done));
+                                    todo, todo - done));
     return false;
   };
   // Cases are computed on the workers, ahead of this thread, and consumed
   // here in order: failures are minimized on this thread, in cell order.
   run_in_order(
-      begin * per_cell, end * per_cell, o_.jobs, int64_t(std::max(1, o_.jobs)) * kLookaheadPerJob,
-      [&](int64_t i) { return compute(cell_at(i / per_cell), int(i % per_cell)); }, go_on,
+      0, todo * per_cell, o_.jobs, int64_t(std::max(1, o_.jobs)) * kLookaheadPerJob,
+      [&](int64_t i) { return compute(order[size_t(i / per_cell)], int(i % per_cell)); }, go_on,
       [&](int64_t i, SweepWork&& w) {
-        consume(cell_at(i / per_cell), int(i % per_cell), w);
+        consume(order[size_t(i / per_cell)], int(i % per_cell), w);
         if (o_.on_sweep_progress && i % per_cell == per_cell - 1)
-          o_.on_sweep_progress(i / per_cell - begin + 1, end - begin);
+          o_.on_sweep_progress(i / per_cell + 1, todo);
       });
   if (unminimized_by_budget_ > 0)
     for (ReportAudit& a : report_.audits)
@@ -773,7 +788,7 @@ Report Audit::run() {
     });
   }
   if (!gpu::gpu_lost_reason().empty()) {
-    if (!gpu_lost_noted) note_gpu_lost(end - begin);  // lost in the last chunk
+    if (!gpu_lost_noted) note_gpu_lost(todo);  // lost in the last chunk
     return finish(kGpuLostStopReason);
   }
   if (stop_requested()) return finish("signal");

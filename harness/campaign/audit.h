@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/campaign/audit_coverage.h"
 #include "harness/campaign/campaign.h"
 
 namespace afz {
@@ -94,6 +95,9 @@ struct AuditOptions {
   // cut it (--cells A-B): the rest of a sweep a deadline cut ("after X of
   // Y cells": its range's first cell + X onwards).  end_cell < 0: unused.
   int64_t first_cell = 0, end_cell = -1;
+  // Cells of the range every audited kernel already has in an earlier report
+  // (--skip-covered) are not swept; the range's other cells are, in order.
+  CoveredCells covered;
   // Called after each sweep cell is consumed (cells done, cells in all) and
   // once per new failure signature.
   std::function<void(int64_t, int64_t)> on_sweep_progress;

@@ -31,6 +31,7 @@ struct AuditArgs {
   int cases_per_cell = 1;
   uint64_t seed = 1;
   std::string out, corpus, shard, cells;
+  std::vector<std::string> skip_covered;  // report folders of earlier audits
   int jobs = 0;
   int minimize_runs = MinimizeOptions{}.max_runs;
   double minimize_time = MinimizeOptions{}.max_seconds;
@@ -66,6 +67,12 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
     if (!a.shard.empty()) throw BadInput{"audit: --cells and --shard both pick the cells: give one"};
     o.first_cell = r->first;
     o.end_cell = r->end;
+  }
+  if (!a.skip_covered.empty()) {
+    std::string error;
+    std::optional<CoveredCells> covered = read_covered_cells(a.skip_covered, o.seed, &error);
+    if (!covered) throw BadInput{error};
+    o.covered = std::move(*covered);
   }
 
   // SIGINT/SIGTERM (a CI timeout) ends the run at a case boundary with its report written.
@@ -147,6 +154,9 @@ Action add_audit_command(CLI::App& app, Globals& g) {
   sub->add_option("--shard", a->shard, "K/N: sweep only the K-th (from 0) of N contiguous parts of the cells");
   sub->add_option("--cells", a->cells,
                   "A-B: sweep only the cells [A, B) in shard order (to resume a sweep a time limit cut)");
+  sub->add_option("--skip-covered", a->skip_covered,
+                  "DIR...: skip the cells that every audited kernel already has in these report folders (earlier "
+                  "audits of the same seed: resume cut sweeps, fill holes)");
   sub->add_option("--jobs,-j", a->jobs, "worker threads (0: one per core); results do not depend on it")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
