@@ -30,3 +30,25 @@ build_torch_plugin() {  # jobs
 }
 step() { printf '\n=== %s  (%s, %d s in)\n' "$*" "$(date +%T)" "$SECONDS"; }
 left() { echo $((deadline - SECONDS)); }
+# Report folders as `audit --skip-covered` reads them (DIR/report.json):
+# committed ones hold report.json.xz.  Prints the unpacked folders.
+unpack_reports() {  # dest dir...
+  local dest=$1 n=0; shift
+  for d in "$@"; do
+    n=$((n + 1)); mkdir -p "$dest/$n"
+    if [ -f "$d/report.json" ]; then cp "$d/report.json" "$dest/$n/"; else xz -dc "$d/report.json.xz" > "$dest/$n/report.json"; fi
+    echo "$dest/$n"
+  done
+}
+# Every case of the globs (or of a list file: "@FILE", one path a line) re-run
+# with `attnfuzz --determinism repro`, twice each for identical bits, until
+# the deadline; results in $R/repro_NAME.txt.
+repro() {  # name "globs"|@list [global options...]
+  local name=$1 globs=$2; shift 2
+  local files
+  if [[ $globs == @* ]]; then mapfile -t files < "${globs#@}"; else files=($globs); fi
+  [ -f "${files[0]:-}" ] || { echo "$name: no saved cases"; return; }
+  timeout -k 10 $(($(left) - 10)) $AF "$@" --determinism repro --jobs "${REPRO_JOBS:-4}" "${files[@]}" \
+    > "$R/repro_$name.txt" 2>&1
+  echo "$name repro rc=$? (${#files[@]} cases, $(grep -c ': pass' "$R/repro_$name.txt") pass)"
+}

@@ -16,12 +16,7 @@
 #   (reports/production/README.md, run 7)
 #   BWD_SMOKE=1: first the new backward adapters on the case files (issue 14)
 #   EARLIER_CUDNN, EARLIER_TORCH: globs of an earlier run's saved cases, re-run in the re-run step too
-#   STANDBY=1: standby GPU workers (off: run 8's A/B measured them at half the cold rate, 2.5 against
-#   5.2 cells/s, on the one shared GPU)
 #   SERIAL_GROUPS=1: the torch group starts when the cuDNN group is done (fewer GPU processes at once)
-#   TORCH_AB="FIRST END SECONDS": the torch group first sweeps cells [FIRST, END) for SECONDS without
-#   standby workers, then the same cells for SECONDS with them (the A/B of their worth), and its first
-#   TORCH_SHARDS entry then starts where the standby step stopped
 set -u
 deadline=$((SECONDS + ${1:-560}))
 repro_s=${REPRO_S:-90}
@@ -53,31 +48,10 @@ group() {  # name jobs "shards" kernels [--kernel-lib ...]
     grep -m1 '^GPU workers:' "$d.log"
   done
 }
-# One timed step of the A/B (TORCH_AB): sets `ran` to the cells it swept.
-ab_step() {  # name first end seconds [global options]
-  local name=$1 a=$2 e=$3 t=$4; shift 4
-  local d="$R/torch_ab_${name}_cells_$a-$e"
-  timeout -k 40 $((t + 90)) $AF "$@" --kernel-lib "$TL" audit --kernel "$TORCH_KERNELS" --time 1 --sweep-time "$t" \
-    --cells "$a-$e" --jobs "${TORCH_JOBS:-4}" --minimize-time 2 --minimize-budget 20 --out "$d" > "$d.log" 2>&1
-  echo "torch A/B $name: rc=$? $(grep -m1 'cases in' "$d.log")"
-  grep -m1 '^time:' "$d.log"; grep -m1 '^GPU workers:' "$d.log"
-  ran=$(grep -m1 -o 'sweep stopped by --sweep-time [0-9]* s after [0-9]*' "$d.log" | awk '{print $NF}')
-  [ -z "$ran" ] && ran=$((e - a))
-  echo "torch A/B $name: $ran cells in $t s"
-}
-repro() {  # name "globs" libs...: every case there, twice each for identical bits
-  local name=$1 globs=$2; shift 2
-  local files=($globs)
-  [ -f "${files[0]}" ] || { echo "$name: no saved cases"; return; }
-  timeout -k 10 $(($(left) - 10)) $AF "$@" --determinism repro --jobs "${REPRO_JOBS:-4}" "${files[@]}" \
-    > "$R/repro_$name.txt" 2>&1
-  echo "$name repro rc=$? (${#files[@]} cases, $(grep -c ': pass' "$R/repro_$name.txt") pass)"
-}
 
 step "cuDNN direct (system cuDNN) starts: shards ${CUDNN_SHARDS:-2/5 3/5 4/5}"
 $AF kernels > "$R/kernels_system_cudnn.txt" 2>&1; grep -A1 '^cudnn' "$R/kernels_system_cudnn.txt"
-standby=(); [ -n "${STANDBY:-}" ] || standby=(--no-standby-worker)
-( group cudnn "${CUDNN_JOBS:-4}" "${CUDNN_SHARDS:-2/5 3/5 4/5}" cudnn.sdpa,cudnn.sdpa.raw "${standby[@]}" ) \
+( group cudnn "${CUDNN_JOBS:-4}" "${CUDNN_SHARDS:-2/5 3/5 4/5}" cudnn.sdpa,cudnn.sdpa.raw ) \
   > "$R/cudnn_group.log" 2>&1 &
 pids+=($!)
 
@@ -104,16 +78,8 @@ if [ -n "$TL" ]; then
     grep -v '^  ' "$R/bwd_smoke.txt"
   fi
   step "libtorch kernels start: shards ${TORCH_SHARDS:-2/10 3/10 4/10 5/10 6/10 7/10 8/10 9/10}"
-  ( shards="${TORCH_SHARDS:-2/10 3/10 4/10 5/10 6/10 7/10 8/10 9/10}"
-    if [ -n "${TORCH_AB:-}" ]; then
-      read -r ab_a ab_e ab_t <<< "$TORCH_AB"
-      ab_step cold "$ab_a" "$ab_e" "$ab_t" --no-standby-worker
-      ab_step standby "$ab_a" "$ab_e" "$ab_t"
-      rest=${shards#* }; [ "$rest" = "$shards" ] && rest=""
-      shards="$((ab_a + ran))-$ab_e $rest"
-    fi
-    group torch "${TORCH_JOBS:-4}" "$shards" $TORCH_KERNELS --kernel-lib "$TL" "${standby[@]}" ) \
-    > "$R/torch_group.log" 2>&1 &
+  ( group torch "${TORCH_JOBS:-4}" "${TORCH_SHARDS:-2/10 3/10 4/10 5/10 6/10 7/10 8/10 9/10}" $TORCH_KERNELS \
+      --kernel-lib "$TL" ) > "$R/torch_group.log" 2>&1 &
   pids+=($!)
 fi
 
@@ -126,11 +92,11 @@ for f in "$R"/*of*.log "$R"/*cells_*.log; do
   echo "--- $f"; grep -A3 '^cudnn\.\|^torch\.' "$f" | grep -v '^ *unsupported\|minimization' | head -30; done
 
 step "every case saved, re-run on the H200 ($(left) s left)"
-( unset ATTNFUZZ_CUDNN_LIB; repro cudnn "$R/cudnn_*/corpus/*.case" "${standby[@]}" ) & pids+=($!)
-[ -n "$TL" ] && { repro torch "$R/torch_*/corpus/*.case" --kernel-lib "$TL" "${standby[@]}" & pids+=($!); }
+( unset ATTNFUZZ_CUDNN_LIB; repro cudnn "$R/cudnn_*/corpus/*.case" ) & pids+=($!)
+[ -n "$TL" ] && { repro torch "$R/torch_*/corpus/*.case" --kernel-lib "$TL" & pids+=($!); }
 # Saved cases of earlier runs not yet confirmed there (globs, e.g. reports/production/run7/call2/cudnn_*/corpus/*.case).
-[ -n "${EARLIER_CUDNN:-}" ] && { ( unset ATTNFUZZ_CUDNN_LIB; repro earlier_cudnn "$EARLIER_CUDNN" "${standby[@]}" ) & pids+=($!); }
-[ -n "${EARLIER_TORCH:-}" ] && [ -n "$TL" ] && { repro earlier_torch "$EARLIER_TORCH" --kernel-lib "$TL" "${standby[@]}" & pids+=($!); }
+[ -n "${EARLIER_CUDNN:-}" ] && { ( unset ATTNFUZZ_CUDNN_LIB; repro earlier_cudnn "$EARLIER_CUDNN" ) & pids+=($!); }
+[ -n "${EARLIER_TORCH:-}" ] && [ -n "$TL" ] && { repro earlier_torch "$EARLIER_TORCH" --kernel-lib "$TL" & pids+=($!); }
 wait "${pids[@]}"
 kill "${samplers[@]}" 2>/dev/null
 # After a lost GPU: what the driver says of it (nvidia-smi may hang on a wedged device).

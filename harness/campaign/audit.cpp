@@ -708,35 +708,50 @@ int64_t interleave_stride(int64_t cells) {
   return s;
 }
 
+// The cells a sweep runs, in its order: the shard's slots (or --cells'
+// range) of the stride permutation, less the cells every kernel already has
+// in an earlier report (--skip-covered).  `range`: the slots before that.
+struct SweepPlan {
+  std::vector<int64_t> cells;
+  int64_t range = 0;
+};
+
+SweepPlan plan_sweep(const AuditOptions& o, const std::vector<AuditRow>& rows,
+                     const std::vector<const GeneratorDef*>& classes) {
+  const int64_t cells = int64_t(rows.size() * classes.size());
+  const int64_t stride = o.interleave_cells ? interleave_stride(cells) : 1;
+  // __int128: slot * stride overflows int64 past 3e9 cells x stride.
+  auto cell_at = [&](int64_t slot) { return int64_t((__int128(slot) * stride) % cells); };
+  int64_t begin = cells * o.shard / o.shards, end = cells * (o.shard + 1) / o.shards;
+  if (o.end_cell >= 0) {
+    if (o.end_cell > cells)
+      throw std::runtime_error(
+          fmt::format("audit: --cells {}-{} passes the matrix's {} cells", o.first_cell, o.end_cell, cells));
+    begin = o.first_cell;
+    end = o.end_cell;
+  }
+  std::vector<std::string> names;
+  for (const CampaignKernel& k : o.kernels) names.push_back(k.kernel->name);
+  SweepPlan plan;
+  plan.range = end - begin;
+  for (int64_t slot = begin; slot < end; ++slot) {
+    const int64_t cell = cell_at(slot);
+    const size_t r = size_t(cell) / classes.size(), g = size_t(cell) % classes.size();
+    if (o.covered.by_kernel.empty() || !o.covered.covers(names, rows[r].name(), classes[g]->name))
+      plan.cells.push_back(cell);
+  }
+  return plan;
+}
+
 }  // namespace
 
 Report Audit::run() {
-  const int64_t cells = int64_t(rows_.size() * classes_.size());
-  const int64_t stride = o_.interleave_cells ? interleave_stride(cells) : 1;
-  // __int128: slot * stride overflows int64 past 3e9 cells x stride.
-  auto cell_at = [&](int64_t slot) { return int64_t((__int128(slot) * stride) % cells); };
-  int64_t begin = cells * o_.shard / o_.shards, end = cells * (o_.shard + 1) / o_.shards;
-  if (o_.end_cell >= 0) {
-    if (o_.end_cell > cells)
-      throw std::runtime_error(fmt::format("audit: --cells {}-{} passes the matrix's {} cells", o_.first_cell,
-                                           o_.end_cell, cells));
-    begin = o_.first_cell;
-    end = o_.end_cell;
-  }
-  // The range's cells in sweep order, less those earlier reports cover.
-  std::vector<int64_t> order;
-  std::vector<std::string> names;
-  for (const ReportAudit& a : report_.audits) names.push_back(a.kernel);
-  for (int64_t slot = begin; slot < end; ++slot) {
-    const int64_t cell = cell_at(slot);
-    const size_t r = size_t(cell) / classes_.size(), g = size_t(cell) % classes_.size();
-    if (o_.covered.by_kernel.empty() || !o_.covered.covers(names, rows_[r].name(), classes_[g]->name))
-      order.push_back(cell);
-  }
-  if (const int64_t skipped = end - begin - int64_t(order.size()); skipped > 0)
+  const SweepPlan plan = plan_sweep(o_, rows_, classes_);
+  const std::vector<int64_t>& order = plan.cells;
+  if (const int64_t skipped = plan.range - int64_t(order.size()); skipped > 0)
     for (ReportAudit& a : report_.audits)
       a.notes.push_back(fmt::format("{} of the range's {} cells skipped: earlier reports cover them (--skip-covered)",
-                                    skipped, end - begin));
+                                    skipped, plan.range));
   const int64_t todo = int64_t(order.size());
   const int64_t per_cell = o_.cases_per_cell;
   // A lost GPU stops the sweep as a stop request does; the cells computed
@@ -839,6 +854,17 @@ Report Audit::finish(const std::string& stop_reason) {
 }
 
 }  // namespace
+
+std::vector<SweepCell> audit_sweep_cells(const AuditOptions& o) {
+  std::vector<const afz_kernel*> kernels;
+  for (const CampaignKernel& k : o.kernels) kernels.push_back(k.kernel);
+  const std::vector<AuditRow> rows = audit_rows(kernels);
+  const std::vector<const GeneratorDef*> classes = audit_classes(o.kernels);
+  std::vector<SweepCell> out;
+  for (const int64_t cell : plan_sweep(o, rows, classes).cells)
+    out.push_back({cell, rows[size_t(cell) / classes.size()].name(), classes[size_t(cell) % classes.size()]->name});
+  return out;
+}
 
 Report run_audit(const AuditOptions& options, const Runner& runner) {
   Audit a(options, runner);

@@ -105,6 +105,15 @@ struct AuditOptions {
   std::function<void(const ProgressSnapshot&)> on_fuzz_progress;
 };
 
+// A cell of the sweep: its index in matrix order (row * classes + class)
+// and its names, as the report's matrix names them.
+struct SweepCell {
+  int64_t cell = 0;
+  std::string row, column;
+};
+// The cells run_audit(o) sweeps, in its order (`audit --list-cells`).
+std::vector<SweepCell> audit_sweep_cells(const AuditOptions& o);
+
 // Runs the audit; the report's run.kind is "audit", its `audits` hold one
 // matrix per kernel (plus a "fuzz phase" row with the campaign's per-class
 // results), and kernels whose declared conventions differ are noted in

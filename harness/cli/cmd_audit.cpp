@@ -32,6 +32,7 @@ struct AuditArgs {
   uint64_t seed = 1;
   std::string out, corpus, shard, cells;
   std::vector<std::string> skip_covered;  // report folders of earlier audits
+  bool list_cells = false;
   int jobs = 0;
   int minimize_runs = MinimizeOptions{}.max_runs;
   double minimize_time = MinimizeOptions{}.max_seconds;
@@ -42,7 +43,6 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
   const KernelRegistry reg = g.registry();
   AuditOptions o;
   o.kernels = resolve_pass_kernels(reg, a.kernels, parse_pass_flag(a.pass).value_or(Pass::Fwd));
-  require_device_if_all_gpu(o.kernels);
   o.seed = a.seed;
   o.time_s = parse_duration(a.time);
   if (!a.sweep_time.empty()) o.sweep_time_s = parse_duration(a.sweep_time);
@@ -74,6 +74,13 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
     if (!covered) throw BadInput{error};
     o.covered = std::move(*covered);
   }
+  if (a.list_cells) {  // the plan only: no kernel runs, so no device is needed
+    const std::vector<SweepCell> cells = audit_sweep_cells(o);
+    for (const SweepCell& c : cells) fmt::print("{}\t{}\t{}\n", c.cell, c.row, c.column);
+    fmt::print(stderr, "{} cells to sweep\n", cells.size());
+    return 0;
+  }
+  require_device_if_all_gpu(o.kernels);
 
   // SIGINT/SIGTERM (a CI timeout) ends the run at a case boundary with its report written.
   install_stop_handlers();
@@ -154,6 +161,8 @@ Action add_audit_command(CLI::App& app, Globals& g) {
   sub->add_option("--shard", a->shard, "K/N: sweep only the K-th (from 0) of N contiguous parts of the cells");
   sub->add_option("--cells", a->cells,
                   "A-B: sweep only the cells [A, B) in shard order (to resume a sweep a time limit cut)");
+  sub->add_flag("--list-cells", a->list_cells,
+                "print the cells the sweep would run (matrix index, row, class), in its order, and exit");
   sub->add_option("--skip-covered", a->skip_covered,
                   "DIR...: skip the cells that every audited kernel already has in these report folders (earlier "
                   "audits of the same seed: resume cut sweeps, fill holes)");

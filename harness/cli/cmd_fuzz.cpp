@@ -174,11 +174,10 @@ void print_summary(const Report& r, const std::string& report_dir) {
   fmt::print("time: generate {:.2f} s, oracle {:.2f} s, kernels {:.2f} s, judge {:.2f} s, minimize {:.2f} s"
              " (summed over jobs); wall {:.2f} s\n",
              t.generate_s, t.oracle_s, t.kernel_s, t.judge_s, t.minimize_s, t.wall_s);
-  // Inside `kernels`: what starting GPU workers cost (a cold start of CUDA
-  // and libtorch takes seconds; a standby's handover a socket).
+  // Inside `kernels`: what starting GPU workers cost (one per job, and one
+  // after every case that killed its worker).
   if (const gpu::WorkerStarts w = gpu::worker_starts(); w.started > 0)
-    fmt::print("GPU workers: {} started, {} deaths covered by a standby, {:.2f} s waiting for workers to start\n",
-               w.started, w.handovers, w.wait_s);
+    fmt::print("GPU workers: {} started, {:.2f} s waiting for them to start\n", w.started, w.wait_s);
   if (r.failures.empty()) {
     fmt::print("failures: none\n");
   } else {

@@ -24,7 +24,6 @@ struct Globals {
   bool isolate = false;
   bool determinism = false;
   double timeout_s = 60;
-  bool no_standby = false;  // --no-standby-worker: a cold worker start after every death (gpu_run.h)
   RowSampling sampling;  // --check-rows, --row-tile, --sample-seed
   std::string command_line;  // argv joined, for reports
 

@@ -47,8 +47,6 @@ int main(int argc, char** argv) {
   app.add_option("--mpfr-bits", g.mpfr_bits, "MPFR precision in bits")->capture_default_str()->check(CLI::Range(64, 4096));
   app.add_flag("--isolate", g.isolate, "run each kernel call in a child process (crash and hang verdicts)");
   app.add_flag("--determinism", g.determinism, "run each case twice and require identical bits");
-  app.add_flag("--no-standby-worker", g.no_standby,
-               "GPU workers: no standby started ahead of need after a worker dies (one process per job)");
   app.add_option("--timeout", g.timeout_s, "seconds per kernel call before a hang verdict (with --isolate)")
       ->capture_default_str();
   app.add_option("--check-rows", g.sampling.max_rows,
@@ -83,7 +81,6 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitBadInput;
   }
-  afz::gpu::set_standby_workers(!g.no_standby);
   try {
     for (auto& [sub, action] : commands)
       if (sub->parsed()) return action();

@@ -9,14 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "harness/run/gpu/device_session.h"
@@ -47,18 +45,9 @@ std::mutex g_record_mu;
 bool g_device_seen = false;
 std::string g_lost_reason;
 std::atomic<int64_t> g_workers_started{0};
-// Standby workers (WorkerClient), and the time harness threads spent
-// waiting for workers to greet, all threads together.
-std::atomic<bool> g_standby_enabled{true};
-std::mutex g_starts_mu;
-int64_t g_handovers = 0;
+// Seconds harness threads waited for workers to greet, all threads together.
+std::mutex g_wait_mu;
 double g_start_wait_s = 0;
-bool standby_enabled() { return g_standby_enabled.load(); }
-void note_start_wait(double seconds, bool handover) {
-  std::lock_guard<std::mutex> lock(g_starts_mu);
-  g_start_wait_s += seconds;
-  if (handover) ++g_handovers;
-}
 // How an `unsupported` detail says the device was lost.
 constexpr std::string_view kLostPrefix = "the GPU was lost: ";
 
@@ -115,20 +104,18 @@ std::string library_of(const Kernel& k) {
   return theirs.dli_fname;
 }
 
-// One worker process: started (fork + exec, without waiting), greeted once
-// (its hello read), stopped.  `preload`: the plugin specs it loads before it
-// greets, so that a worker started ahead of need has libtorch in place.
-class WorkerProcess {
+class WorkerClient {
  public:
-  bool alive() const { return pid_ > 0; }
-  bool greeted() const { return greeted_; }
-  int pid() const { return pid_; }
-  int fd() const { return fd_; }
-  bool has_device() const { return has_device_; }
-  const std::string& device() const { return device_; }
-  const std::string& no_device() const { return no_device_; }
+  ~WorkerClient() { stop(false); }
 
-  bool start(const std::vector<std::string>& preload, std::string* why) {
+  bool alive() const { return pid_ > 0; }
+  void shut_down() { stop(false); }
+  int pid() const { return pid_; }
+  const std::string& device() const { return device_; }
+
+  // Starts a worker if none runs; false with *why if it cannot.
+  bool ensure(std::string* why) {
+    if (alive()) return true;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
       *why = std::string("socketpair: ") + std::strerror(errno);
@@ -138,11 +125,7 @@ class WorkerProcess {
     // exec only async-signal-safe calls are allowed (other threads may hold locks).
     const std::string exe = exec_path();
     const std::string fd_arg = std::to_string(sv[1]);
-    std::vector<std::string> args = {exe, "worker", "--fd", fd_arg};
-    for (const std::string& lib : preload) args.insert(args.end(), {"--preload", lib});
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
+    const char* argv[] = {exe.c_str(), "worker", "--fd", fd_arg.c_str(), nullptr};
     std::fflush(nullptr);
     const pid_t pid = fork();
     if (pid < 0) {
@@ -154,28 +137,28 @@ class WorkerProcess {
     if (pid == 0) {
       if (!exe.empty()) {
         fcntl(sv[1], F_SETFD, 0);  // the worker's end survives exec
-        execv(exe.c_str(), argv.data());
+        execv(exe.c_str(), const_cast<char* const*>(argv));
         _exit(127);
       }
       close(sv[0]);
-      _exit(serve(sv[1], /*forked=*/true, preload));
+      _exit(serve(sv[1], /*forked=*/true));
     }
     close(sv[1]);
     pid_ = pid;
     fd_ = sv[0];
-    greeted_ = false;
     ++g_workers_started;
-    return true;
-  }
-
-  // Reads the hello (CUDA initialised, plugins preloaded); false with *why.
-  bool greet(std::string* why) {
     std::vector<uint8_t> hello;
-    if (read_frame(fd_, &hello, kStartTimeoutSeconds) != ReadResult::Ok) {
-      const std::string exe = exec_path();
+    const auto t0 = Clock::now();
+    const ReadResult greeted = read_frame(fd_, &hello, kStartTimeoutSeconds);
+    {
+      std::lock_guard<std::mutex> lock(g_wait_mu);
+      g_start_wait_s += seconds_since(t0);
+    }
+    if (greeted != ReadResult::Ok) {
       *why = "the worker process did not start" + (exe.empty() ? std::string() : " (" + exe + " worker)");
       stop(true);
       note_worker_greeting(false, *why);
+      *why = lost_or(*why);
       return false;
     }
     try {
@@ -189,106 +172,13 @@ class WorkerProcess {
       stop(true);
       return false;
     }
-    greeted_ = true;
-    return true;
-  }
-
-  // The worker closed its socket mid-case: how it ended.
-  std::string reap_description() {
-    int status = 0;
-    const pid_t pid = pid_;
-    close_socket();
-    pid_ = -1;
-    if (waitpid(pid, &status, 0) != pid) return "the worker process vanished";
-    if (WIFSIGNALED(status))
-      return fmt::format("worker process died of signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
-    return fmt::format("worker process exited with status {} before replying", WEXITSTATUS(status));
-  }
-
-  // Ends the worker: closing the socket makes an idle one exit; `kill`
-  // (hang, broken protocol) or a grace period that runs out ends it by force.
-  void stop(bool kill_now) {
-    close_socket();
-    if (pid_ <= 0) return;
-    if (kill_now) kill(pid_, SIGKILL);
-    const auto t0 = Clock::now();
-    int status = 0;
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (seconds_since(t0) > kExitGraceSeconds) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        break;
-      }
-      usleep(1000);
-    }
-    pid_ = -1;
-  }
-
- private:
-  void close_socket() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  bool greeted_ = false;
-  bool has_device_ = false;
-  std::string device_, no_device_;
-};
-
-// This thread's worker, and once one of its workers has died under a case, a
-// standby: a second process started at once, which greets (CUDA context,
-// plugins loaded) while the live one works, and takes over at the next death.
-// Kernels that crash often (a sticky CUDA error ends the context) then cost a
-// socket handover per crash instead of a cold start of CUDA and libtorch.
-class WorkerClient {
- public:
-  ~WorkerClient() { shut_down(); }
-
-  bool alive() const { return live_.alive(); }
-  void shut_down() {
-    // The standby first: it never ran a case, so there is nothing to finish,
-    // and a forked one holds a copy of the live worker's socket, which would
-    // keep the live one from seeing EOF.
-    standby_.stop(true);
-    live_.stop(false);
-    lost_one_ = false;  // a fresh start: no standby until a worker dies again
-  }
-  int pid() const { return live_.pid(); }
-  const std::string& device() const { return live_.device(); }
-
-  // A greeted live worker, started (or taken over from the standby) if none
-  // runs; false with *why if there is none.  `library`: the plugin of the
-  // kernel about to run, preloaded by every worker started from now on.
-  bool ensure(std::string* why, const std::string& library = "") {
-    if (!library.empty() && std::find(libraries_.begin(), libraries_.end(), library) == libraries_.end())
-      libraries_.push_back(library);
-    if (live_.alive()) return true;
-    const auto t0 = Clock::now();
-    const bool handover = standby_.alive();
-    if (handover) {
-      live_ = std::exchange(standby_, WorkerProcess{});
-    } else if (!live_.start(libraries_, why)) {
-      return false;
-    }
-    const bool greeted = live_.greet(why);
-    note_start_wait(seconds_since(t0), handover && greeted);
-    if (!greeted) {
-      *why = lost_or(*why);
-      return false;
-    }
-    if (lost_one_ && standby_enabled()) {
-      std::string ignored;  // a standby that cannot start leaves the next start cold, nothing worse
-      standby_.start(libraries_, &ignored);
-    }
     return true;
   }
 
   std::string unavailable() {
     std::string why;
     if (!ensure(&why)) return why;
-    return live_.has_device() ? "" : lost_or(live_.no_device());
+    return has_device_ ? "" : lost_or(no_device_);
   }
 
   WorkerRun run(const afz_kernel& k, Materialized& m, double timeout_s) {
@@ -296,10 +186,9 @@ class WorkerClient {
     req.put(kRequestMagic);
     req.put(RequestPass::Forward);
     req.put<uint64_t>(reinterpret_cast<uintptr_t>(&k));
-    const std::string library = library_of(k);
-    encode_problem(req, k.name, library, m.problem());
+    encode_problem(req, k.name, library_of(k), m.problem());
     Reply r;
-    WorkerRun out = exchange(req, library, timeout_s, &r);
+    WorkerRun out = exchange(req, timeout_s, &r);
     if (out.run.status != RunStatus::Ok) return out;
     if (!copy_back(m.problem(), kO, r.o) || !copy_back(m.problem(), kLse, r.lse)) {
       out.run.status = RunStatus::Crash;
@@ -328,10 +217,9 @@ class WorkerClient {
     req.put(kRequestMagic);
     req.put(RequestPass::Backward);
     req.put<uint64_t>(reinterpret_cast<uintptr_t>(&k));
-    const std::string library = library_of(k);
-    encode_problem(req, k.name, library, f, extra);
+    encode_problem(req, k.name, library_of(k), f, extra);
     Reply r;
-    WorkerRun out = exchange(req, library, timeout_s, &r);
+    WorkerRun out = exchange(req, timeout_s, &r);
     if (out.run.status != RunStatus::Ok) return out;
     bool sizes_ok = r.extra.size() == 3;
     for (size_t i = 0; sizes_ok && i < 3; ++i) {
@@ -350,7 +238,7 @@ class WorkerClient {
 
  private:
   // Sends a request and reads its reply; out.run.status Ok means *reply holds the outputs.
-  WorkerRun exchange(const WireWriter& req, const std::string& library, double timeout_s, Reply* reply) {
+  WorkerRun exchange(const WireWriter& req, double timeout_s, Reply* reply) {
     WorkerRun out;
     const auto t0 = Clock::now();
     // A worker that exited after the previous case (or never started) is
@@ -358,30 +246,29 @@ class WorkerClient {
     bool sent = false;
     for (int attempt = 0; attempt < 2 && !sent; ++attempt) {
       std::string why;
-      if (!ensure(&why, library)) return fail(out, RunStatus::Error, "cannot start the GPU worker: " + why, t0);
-      sent = send_frame(live_.fd(), req.data());
-      if (!sent) died(true);
+      if (!ensure(&why)) return fail(out, RunStatus::Error, "cannot start the GPU worker: " + why, t0);
+      sent = send_frame(fd_, req.data());
+      if (!sent) stop(true);
     }
     if (!sent) return fail(out, RunStatus::Crash, "the worker process closed its socket before the case", t0);
 
     std::vector<uint8_t> frame;
-    switch (read_frame(live_.fd(), &frame, timeout_s)) {
+    switch (read_frame(fd_, &frame, timeout_s)) {
       case ReadResult::Timeout:
-        died(true);
+        stop(true);
         return fail(out, RunStatus::Hang, fmt::format("no result after {:.1f} s: worker process killed", timeout_s), t0);
       case ReadResult::Eof:
-        lost_one_ = true;
-        return fail(out, RunStatus::Crash, live_.reap_description(), t0);
+        return fail(out, RunStatus::Crash, reap_description(), t0);
       case ReadResult::Ok: break;
     }
     Reply& r = *reply;
     try {
       r = decode_reply(frame);
     } catch (const WireError& e) {
-      died(true);
+      stop(true);
       return fail(out, RunStatus::Crash, std::string("unreadable reply from the worker: ") + e.what(), t0);
     }
-    if (r.fatal) died(false);
+    if (r.fatal) stop(false);
     out.run.seconds = seconds_since(t0);
     out.kernel_seconds = r.seconds;
     out.run.message = r.message;
@@ -392,13 +279,6 @@ class WorkerClient {
                                                             : RunStatus::Crash;
     if (out.run.status == RunStatus::Ok) out.out_of_bounds = r.oob;
     return out;
-  }
-
-  // The live worker is done for under a case (killed, fatal, broken): from
-  // now on this thread keeps a standby.
-  void died(bool kill_now) {
-    live_.stop(kill_now);
-    lost_one_ = true;
   }
 
   static bool copy_back(afz_problem& p, int slot, const std::vector<uint8_t>& bytes) {
@@ -417,14 +297,51 @@ class WorkerClient {
     return out;
   }
 
+  // The worker closed its socket mid-case: how it ended.
+  std::string reap_description() {
+    int status = 0;
+    const pid_t pid = pid_;
+    close_socket();
+    pid_ = -1;
+    if (waitpid(pid, &status, 0) != pid) return "the worker process vanished";
+    if (WIFSIGNALED(status))
+      return fmt::format("worker process died of signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    return fmt::format("worker process exited with status {} before replying", WEXITSTATUS(status));
+  }
+
+  void close_socket() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+  // Ends the worker: closing the socket makes an idle one exit; `kill`
+  // (hang, broken protocol) or a grace period that runs out ends it by force.
+  void stop(bool kill_now) {
+    close_socket();
+    if (pid_ <= 0) return;
+    if (kill_now) kill(pid_, SIGKILL);
+    const auto t0 = Clock::now();
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (seconds_since(t0) > kExitGraceSeconds) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        break;
+      }
+      usleep(1000);
+    }
+    pid_ = -1;
+  }
+
   // `why`, or after a loss of the device the same marked as such (is_gpu_lost_detail).
   static std::string lost_or(const std::string& why) {
     return gpu_lost_reason().empty() ? why : std::string(kLostPrefix) + why;
   }
 
-  WorkerProcess live_, standby_;
-  bool lost_one_ = false;               // a worker of this thread died under a case
-  std::vector<std::string> libraries_;  // plugin specs its kernels came from, in first-use order
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  bool has_device_ = false;
+  std::string device_, no_device_;
 };
 
 WorkerClient& this_thread_client() {
@@ -483,11 +400,9 @@ void stop_worker() { this_thread_client().shut_down(); }
 
 int64_t workers_started() { return g_workers_started.load(); }
 
-void set_standby_workers(bool on) { g_standby_enabled = on; }
-
 WorkerStarts worker_starts() {
-  std::lock_guard<std::mutex> lock(g_starts_mu);
-  return {g_workers_started.load(), g_handovers, g_start_wait_s};
+  std::lock_guard<std::mutex> lock(g_wait_mu);
+  return {g_workers_started.load(), g_start_wait_s};
 }
 
 }  // namespace afz::gpu

@@ -5,8 +5,7 @@
 // later cases: its CUDA context, device allocations and loaded modules are
 // reused.  A case that kills it (signal, sticky CUDA error) or outlives the
 // per-case timeout (the worker is then killed) becomes a crash or hang
-// verdict, and the next case gets a fresh worker: from the thread's second
-// death on, one started ahead of need (set_standby_workers).
+// verdict, and the next case starts a fresh worker.
 //
 // CUDA contexts do not survive fork(), so the harness process itself never
 // calls CUDA.  attnfuzz starts workers by fork + exec of its own binary
@@ -72,8 +71,7 @@ WorkerRun run_backward_in_worker(const afz_backward_kernel& k, afz_backward_prob
 
 // This thread's worker process id, -1 when none runs (tests).
 int worker_pid();
-// Ends this thread's worker and its standby (the next case starts a fresh
-// one, and no standby until a worker dies again).
+// Ends this thread's worker (the next case starts a fresh one).
 void stop_worker();
 // A detail that says the kernel did not run for want of a GPU: no CUDA
 // device here, or the one there was lost (is_gpu_lost_detail).
@@ -83,18 +81,11 @@ bool is_no_device_detail(const std::string& detail);
 // start costs a CUDA context and the plugins' loading (seconds with libtorch).
 int64_t workers_started();
 
-// Standby workers (on by default): once a thread's worker has died under a
-// case, the thread keeps a second worker started ahead of need (its CUDA
-// context made, its plugins loaded), which takes over at the next death.
-// Off: every death is followed by a cold start, one process per thread.
-void set_standby_workers(bool on);
-
-// Starts so far, all threads together: processes started (standbys
-// included), deaths covered by a standby, and the seconds harness threads
-// waited for a worker's greeting (cold starts and handovers).
+// Starts so far, all threads together, and the seconds harness threads
+// waited for a new worker's greeting (fork + exec, CUDA initialised; a
+// plugin is loaded by the first case, inside its kernel time).
 struct WorkerStarts {
   int64_t started = 0;
-  int64_t handovers = 0;
   double wait_s = 0;
 };
 WorkerStarts worker_starts();

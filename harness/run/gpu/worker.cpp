@@ -38,11 +38,6 @@ class KernelLookup {
     if (!k) *why = "the worker knows no backward kernel '" + name + "'";
     return k;
   }
-  // Loads a plugin ahead of its first request; false (and nothing kept) if it fails.
-  bool preload(const std::string& library) {
-    std::string why;
-    return load(library, &why);
-  }
 
  private:
   bool load(const std::string& library, std::string* why) {
@@ -171,14 +166,13 @@ struct Worker {
 
 }  // namespace
 
-int serve(int fd, bool forked, const std::vector<std::string>& preload) {
+int serve(int fd, bool forked) {
   // Kernels may print (device printf lands on stdout): keep stdout off the protocol socket.
   dup2(STDERR_FILENO, STDOUT_FILENO);
   Worker wk(forked);
   std::string device_name;
   wk.device = DeviceSession::open(&wk.no_device_why, &device_name);
   if (wk.device) wk.device_mirror = std::make_unique<Mirror>(wk.device->memory());
-  for (const std::string& library : preload) wk.lookup.preload(library);
   {
     WireWriter hello;
     hello.put(kHelloMagic);
@@ -203,19 +197,10 @@ int serve(int fd, bool forked, const std::vector<std::string>& preload) {
 }
 
 int worker_main(int argc, char** argv) {
-  // argv: worker --fd N [--preload SPEC]...
-  int fd = -1;
-  std::vector<std::string> preload;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--fd") == 0) fd = std::atoi(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--preload") == 0) preload.emplace_back(argv[i + 1]);
-    else {
-      fd = -1;  // an unknown argument: the usage line below
-      break;
-    }
-  }
-  if (fd >= 0) return serve(fd, false, preload);
-  std::fprintf(stderr, "attnfuzz worker: internal subcommand; usage: attnfuzz worker --fd N [--preload SPEC]...\n");
+  // argv: worker --fd N
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--fd") == 0) return serve(std::atoi(argv[i + 1]), false);
+  std::fprintf(stderr, "attnfuzz worker: internal subcommand; usage: attnfuzz worker --fd N\n");
   return 2;
 }
 
