@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "harness/campaign/corpus.h"
+#include "harness/campaign/in_flight.h"
 #include "harness/campaign/ordered_pool.h"
 #include "harness/campaign/stop_request.h"
 #include "harness/case/case_file.h"
@@ -713,6 +714,7 @@ int64_t interleave_stride(int64_t cells) {
 // in an earlier report (--skip-covered).  `range`: the slots before that.
 struct SweepPlan {
   std::vector<int64_t> cells;
+  std::vector<int64_t> slots;  // each cell's slot in shard order (what --cells A-B counts)
   int64_t range = 0;
 };
 
@@ -738,7 +740,10 @@ SweepPlan plan_sweep(const AuditOptions& o, const std::vector<AuditRow>& rows,
     const int64_t cell = cell_at(slot);
     const size_t r = size_t(cell) / classes.size(), g = size_t(cell) % classes.size();
     if (o.covered.by_kernel.empty() || !o.covered.covers(names, rows[r].name(), classes[g]->name))
+    {
       plan.cells.push_back(cell);
+      plan.slots.push_back(slot);
+    }
   }
   return plan;
 }
@@ -753,6 +758,9 @@ Report Audit::run() {
       a.notes.push_back(fmt::format("{} of the range's {} cells skipped: earlier reports cover them (--skip-covered)",
                                     skipped, plan.range));
   const int64_t todo = int64_t(order.size());
+  InFlightLog in_flight(o_.in_flight_path,
+                        "# attnfuzz audit: the sweep's cases running now (each line's --cells runs it alone, with the\n"
+                        "# same kernels and seed); after a kill or a lost GPU, the cases that were running then\n");
   const int64_t per_cell = o_.cases_per_cell;
   // A lost GPU stops the sweep as a stop request does; the cells computed
   // ahead that lost a kernel's outcome to it count as not run.
@@ -782,7 +790,19 @@ Report Audit::run() {
   // here in order: failures are minimized on this thread, in cell order.
   run_in_order(
       0, todo * per_cell, o_.jobs, int64_t(std::max(1, o_.jobs)) * kLookaheadPerJob,
-      [&](int64_t i) { return compute(order[size_t(i / per_cell)], int(i % per_cell)); }, go_on,
+      [&](int64_t i) {
+        const size_t x = size_t(i / per_cell);
+        const int64_t cell = order[x];
+        const int n = int(i % per_cell);
+        in_flight.started(i, fmt::format("--cells {}-{}  cell {}: {} x {} case {}", plan.slots[x], plan.slots[x] + 1,
+                                         cell, rows_[size_t(cell) / classes_.size()].name(),
+                                         classes_[size_t(cell) % classes_.size()]->name, n));
+        SweepWork w = compute(cell, n);
+        // A case the GPU's loss took stays listed: it may be the one that took the GPU.
+        if (std::none_of(w.outcomes.begin(), w.outcomes.end(), lost_to_gpu)) in_flight.finished(i);
+        return w;
+      },
+      go_on,
       [&](int64_t i, SweepWork&& w) {
         consume(order[size_t(i / per_cell)], int(i % per_cell), w);
         if (o_.on_sweep_progress && i % per_cell == per_cell - 1)

@@ -98,6 +98,9 @@ struct AuditOptions {
   // Cells of the range every audited kernel already has in an earlier report
   // (--skip-covered) are not swept; the range's other cells are, in order.
   CoveredCells covered;
+  // Where the cases running now are listed (in_flight.h; `audit` writes
+  // OUT/in_flight.txt); "": nowhere.
+  std::string in_flight_path;
   // Called after each sweep cell is consumed (cells done, cells in all) and
   // once per new failure signature.
   std::function<void(int64_t, int64_t)> on_sweep_progress;

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "harness/campaign/audit.h"
@@ -49,6 +50,7 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
   o.cases_per_cell = a.cases_per_cell;
   o.jobs = a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   o.corpus_dir = !a.corpus.empty() ? a.corpus : a.out + "/corpus";
+  o.in_flight_path = a.out + "/in_flight.txt";
   o.minimize_options.max_runs = a.minimize_runs;
   o.minimize_options.max_seconds = a.minimize_time;
   o.minimize_budget_s = a.minimize_budget;
@@ -81,6 +83,9 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
     return 0;
   }
   require_device_if_all_gpu(o.kernels);
+  // The in-flight record is written from the first case on.
+  std::error_code made;
+  std::filesystem::create_directories(a.out, made);
 
   // SIGINT/SIGTERM (a CI timeout) ends the run at a case boundary with its report written.
   install_stop_handlers();
