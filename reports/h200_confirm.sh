@@ -7,7 +7,8 @@
 # attnfuzz is built on a CPU machine for sm_90a and carried in .carry/; the libtorch plugin is built
 # here.  Results: $OUT/confirm.tgz.
 # Usage: reports/h200_confirm.sh DEADLINE_SECONDS
-#   CONFIRM=DIR: the lists of cases to re-run (cudnn.txt, torch_suspect.txt, torch.txt)
+#   CONFIRM=DIR: the lists of cases to re-run (cudnn.txt, torch_suspect.txt, torch.txt; empty: none);
+#   default reports/production/run8/confirm (run 8 call 3), reports/production/run9_plan for the next call
 #   the report folders of earlier audits whose cells are skipped (--skip-covered): DIR/cudnn_covered.txt
 #   and DIR/torch_covered.txt, one a line (the libtorch cells of a call whose GPU was failing are left out)
 set -u
@@ -24,13 +25,18 @@ step "cuDNN direct (system cuDNN): the cells no earlier report covers"
 covered=$(unpack_reports /tmp/covered/cudnn $(cat "$L/cudnn_covered.txt"))
 $AF audit --kernel cudnn.sdpa,cudnn.sdpa.raw --shard 0/1 --skip-covered $covered --list-cells --out /tmp/x \
   > "$R/cudnn_holes_cells.txt"
-$AF audit --kernel cudnn.sdpa,cudnn.sdpa.raw --shard 0/1 --skip-covered $covered --sweep-time 120 "${sweep_flags[@]}" \
-  --out "$R/cudnn_holes" > "$R/cudnn_holes.log" 2>&1 &
-holes=$!
-build_torch_plugin 6
-wait $holes
-echo "cuDNN holes audit rc=$? ($(wc -l < "$R/cudnn_holes_cells.txt") cells listed): $(grep -m1 'cases in' "$R/cudnn_holes.log")"
-grep -m1 '^GPU workers' "$R/cudnn_holes.log"; grep -A3 '^cudnn\.sdpa' "$R/cudnn_holes.log" | grep 'failing cells by verdict\|rows x'
+if [ -s "$R/cudnn_holes_cells.txt" ]; then
+  $AF audit --kernel cudnn.sdpa,cudnn.sdpa.raw --shard 0/1 --skip-covered $covered --sweep-time 120 "${sweep_flags[@]}" \
+    --out "$R/cudnn_holes" > "$R/cudnn_holes.log" 2>&1 &
+  holes=$!
+  build_torch_plugin 6
+  wait $holes
+  echo "cuDNN holes audit rc=$? ($(wc -l < "$R/cudnn_holes_cells.txt") cells listed): $(grep -m1 'cases in' "$R/cudnn_holes.log")"
+  grep -m1 '^GPU workers' "$R/cudnn_holes.log"; grep -A3 '^cudnn\.sdpa' "$R/cudnn_holes.log" | grep 'failing cells by verdict\|rows x'
+else
+  echo "cuDNN direct: earlier reports cover every cell"
+  build_torch_plugin 6
+fi
 
 step "cuDNN saved cases re-run ($(left) s left)"
 repro cudnn_holes "$R/cudnn_holes/corpus/*.case"
@@ -46,13 +52,17 @@ step "torch saved cases re-run, the suspects of a failing GPU first ($(left) s l
 repro torch_suspect "@$L/torch_suspect.txt" --kernel-lib "$TL"
 repro torch "@$L/torch.txt" --kernel-lib "$TL"
 
-budget=$(($(left) - 30))
+# The sweep's own stop plus one kernel call's hang timeout (60 s) and the report: a sweep killed
+# before its report counts for nothing (run 8 call 4).
+budget=$(($(left) - 100))
 if [ "$budget" -gt 30 ]; then
   step "libtorch kernels: the cells no earlier report covers, for $budget s"
   covered=$(unpack_reports /tmp/covered/torch $(cat "$L/torch_covered.txt"))
-  timeout -k 20 $((budget + 20)) $AF --kernel-lib "$TL" audit --kernel torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen \
+  timeout -k 20 $((budget + 80)) $AF --kernel-lib "$TL" audit --kernel torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen \
     --shard 0/1 --skip-covered $covered --sweep-time "$budget" "${sweep_flags[@]}" --out "$R/torch_sweep" > "$R/torch_sweep.log" 2>&1
   echo "torch sweep rc=$?: $(grep -m1 'cases in' "$R/torch_sweep.log")"; grep -m1 'sweep stopped' "$R/torch_sweep.log"
+  # After a kill or a lost GPU: the cases that were running then.
+  grep -v '^#' "$R/torch_sweep/in_flight.txt" 2>/dev/null
 fi
 kill "${samplers[@]}" 2>/dev/null
 if grep -qh 'the GPU was lost\|no CUDA device' "$R"/*.log "$R"/repro_*.txt 2>/dev/null; then
