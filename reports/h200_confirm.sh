@@ -16,8 +16,7 @@ deadline=$((SECONDS + ${1:-430}))
 . "$(dirname "$0")/h200_lib.sh"
 h200_begin confirm
 export OMP_NUM_THREADS=1  # the GPU kernels need no CPU threads in each worker
-vmstat -t 10 > "$R/vmstat.txt" 2>&1 & samplers=($!)
-nvidia-smi dmon -s u -d 10 > "$R/gpu_util.txt" 2>&1 & samplers+=($!)
+start_samplers 10
 L=${CONFIRM:-reports/production/run8/confirm}
 sweep_flags=(--time 4 --jobs 4 --minimize-time 2 --minimize-budget 20)
 
@@ -65,9 +64,5 @@ if [ "$budget" -gt 30 ]; then
   grep -v '^#' "$R/torch_sweep/in_flight.txt" 2>/dev/null
 fi
 kill "${samplers[@]}" 2>/dev/null
-if grep -qh 'the GPU was lost\|no CUDA device' "$R"/*.log "$R"/repro_*.txt 2>/dev/null; then
-  step "the GPU was lost: driver state"
-  timeout 20 nvidia-smi -q 2>&1 | grep -iE 'recovery|reset' | head -5
-  timeout 5 dmesg 2>&1 | grep -iE 'xid|nvrm' | tail -10
-fi
+gpu_loss_report
 step done

@@ -12,8 +12,7 @@ deadline=$((SECONDS + 600))
 . "$(dirname "$0")/h200_lib.sh"
 h200_begin scaling
 export OMP_NUM_THREADS=1  # the GPU kernels need no CPU threads in each worker
-vmstat -t 5 > "$R/vmstat.txt" 2>&1 & samplers=($!)
-nvidia-smi dmon -s u -d 5 > "$R/gpu_util.txt" 2>&1 & samplers+=($!)
+start_samplers 5
 
 build_torch_plugin 16
 export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN  # one process, one libcudnn.so.9

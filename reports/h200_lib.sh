@@ -52,3 +52,17 @@ repro() {  # name "globs"|@list [global options...]
     > "$R/repro_$name.txt" 2>&1
   echo "$name repro rc=$? (${#files[@]} cases, $(grep -c ': pass' "$R/repro_$name.txt") pass)"
 }
+# What the machine is busy with while the work runs: CPU (vmstat) and GPU (SM
+# and memory utilization) every N seconds; `samplers` holds their pids.
+start_samplers() {  # seconds
+  vmstat -t "$1" > "$R/vmstat.txt" 2>&1 & samplers=($!)
+  nvidia-smi dmon -s u -d "$1" > "$R/gpu_util.txt" 2>&1 & samplers+=($!)
+}
+# After a lost GPU (any log or re-run of $R says so): what the driver says of
+# it; nvidia-smi may hang on a wedged device, hence the timeouts.
+gpu_loss_report() {
+  grep -qh 'the GPU was lost\|no CUDA device' "$R"/*.log "$R"/repro_*.txt 2>/dev/null || return 0
+  step "the GPU was lost: driver state"
+  timeout 20 nvidia-smi -q 2>&1 | grep -iE 'xid|retired|pending|remapp|recovery|reset|persistence|compute mode' | head -20
+  timeout 5 dmesg 2>&1 | grep -iE 'xid|nvrm' | tail -20
+}

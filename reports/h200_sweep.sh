@@ -25,10 +25,7 @@ h200_begin sweep
 # The GPU kernels need no CPU threads: one OpenMP thread per worker process
 # (libtorch would start one per core in each of them).
 export OMP_NUM_THREADS=1
-# What the machine is busy with while the audits run: CPU (vmstat) and GPU
-# (SM and memory utilization) every 10 s.
-vmstat -t 10 > "$R/vmstat.txt" 2>&1 & samplers=($!)
-nvidia-smi dmon -s u -d 10 > "$R/gpu_util.txt" 2>&1 & samplers+=($!)
+start_samplers 10
 
 # One group's shards in order, each with the sweep time the group has left.
 # A SIGTERM ends an audit at a case boundary with its report written.
@@ -99,10 +96,5 @@ step "every case saved, re-run on the H200 ($(left) s left)"
 [ -n "${EARLIER_TORCH:-}" ] && [ -n "$TL" ] && { repro earlier_torch "$EARLIER_TORCH" --kernel-lib "$TL" & pids+=($!); }
 wait "${pids[@]}"
 kill "${samplers[@]}" 2>/dev/null
-# After a lost GPU: what the driver says of it (nvidia-smi may hang on a wedged device).
-if grep -qh 'the GPU was lost' "$R"/*.log 2>/dev/null; then
-  step "the GPU was lost: driver state"
-  timeout 20 nvidia-smi -q 2>&1 | grep -iE 'xid|retired|pending|remapp|recovery|reset|persistence|compute mode' | head -20
-  timeout 5 dmesg 2>&1 | grep -iE 'xid|nvrm' | tail -20
-fi
+gpu_loss_report
 step done

@@ -11,6 +11,7 @@
 #include "harness/run/gpu/gpu_run.h"
 #include "harness/run/runner.h"
 #include "kernels/registry.h"
+#include "tests/harness/case_from_text.h"
 
 namespace afz {
 namespace {
@@ -23,12 +24,7 @@ namespace {
       GTEST_SKIP() << "built without CUDA";                                      \
   } while (0)
 
-Case parse(const std::string& text) {
-  ParseError err;
-  std::optional<Case> c = parse_case("attnfuzz-case 1\n" + text, &err);
-  if (!c) ADD_FAILURE() << err.format("case") << "\n" << text;
-  return c.value_or(Case{});
-}
+Case parse(const std::string& body) { return testing::case_from_text(body); }
 
 const afz_kernel& kernel(const char* name) {
   static const KernelRegistry registry = KernelRegistry::with_builtins();

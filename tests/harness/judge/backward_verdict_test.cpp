@@ -16,16 +16,12 @@
 #include "kernels/cpu/backward_fa2.h"
 #include "kernels/cpu/backward_kernels.h"
 #include "oracles/backward_oracle.h"
+#include "tests/harness/case_from_text.h"
 
 namespace afz {
 namespace {
 
-Case parse(const std::string& body) {
-  ParseError err;
-  auto c = parse_case("attnfuzz-case 1\n" + body, &err);
-  EXPECT_TRUE(c) << err.format("case");
-  return c ? *c : Case{};
-}
+Case parse(const std::string& body) { return testing::case_from_text(body); }
 
 // D's terms from O moved kUlps ulps of the output dtype in the direction of
 // dO's sign: every term errs upwards, so D is off by sum kUlps ulp(O)|dO|

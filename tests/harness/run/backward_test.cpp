@@ -17,16 +17,12 @@
 #include "kernels/registry.h"
 #include "oracles/backward_oracle.h"
 #include "oracles/oracle.h"
+#include "tests/harness/case_from_text.h"
 
 namespace afz {
 namespace {
 
-Case parse(const std::string& body) {
-  ParseError err;
-  auto c = parse_case("attnfuzz-case 1\n" + body, &err);
-  EXPECT_TRUE(c) << err.format("case");
-  return c ? *c : Case{};
-}
+Case parse(const std::string& body) { return testing::case_from_text(body); }
 
 const std::string kSoftcapGqa =
     "batch 2\nheads 4 2\nseqlen_q 5 3\nseqlen_k 9 0\nhead_dim 8 6\ndtype fp32\nsoftcap 3\ncausal bottom_right\nseed 7\n";
