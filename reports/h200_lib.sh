@@ -14,6 +14,10 @@ h200_begin() {  # name
   git log -1 --format='commit %H %s' 2>/dev/null || true
   nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
   nproc
+  # The memory's error counters before the work (a GPU that needs a reset after uncorrectable
+  # HBM errors reads 'Pending: Yes' for row remapping, and its counters say so).
+  timeout 20 nvidia-smi -q -d ECC,ROW_REMAPPER > "$R/ecc_before.txt" 2>&1
+  grep -iE 'uncorrectable|correctable|pending|remapping failure' "$R/ecc_before.txt" | sort | uniq -c | head -12
   TP=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
   TORCH_CUDNN=$(python3 -c 'import nvidia.cudnn,os;print(os.path.join(list(nvidia.cudnn.__path__)[0],"lib","libcudnn.so.9"))')
   python3 -c 'import torch;print("torch",torch.__version__,"cudnn",torch.backends.cudnn.version())'
@@ -53,10 +57,13 @@ repro() {  # name "globs"|@list [global options...]
   echo "$name repro rc=$? (${#files[@]} cases, $(grep -c ': pass' "$R/repro_$name.txt") pass)"
 }
 # What the machine is busy with while the work runs: CPU (vmstat) and GPU (SM
-# and memory utilization) every N seconds; `samplers` holds their pids.
+# and memory utilization, memory used) every N seconds, and the driver's log as
+# it comes (Xid lines, UTC to the microsecond, to line up with an audit's
+# in_flight_history.txt); `samplers` holds their pids.
 start_samplers() {  # seconds
   vmstat -t "$1" > "$R/vmstat.txt" 2>&1 & samplers=($!)
-  nvidia-smi dmon -s u -d "$1" > "$R/gpu_util.txt" 2>&1 & samplers+=($!)
+  nvidia-smi dmon -s um -d "$1" > "$R/gpu_util.txt" 2>&1 & samplers+=($!)
+  dmesg --follow --time-format iso > "$R/dmesg.txt" 2>&1 & samplers+=($!)
 }
 # After a lost GPU (any log or re-run of $R says so): what the driver says of
 # it; nvidia-smi may hang on a wedged device, hence the timeouts.
@@ -65,4 +72,7 @@ gpu_loss_report() {
   step "the GPU was lost: driver state"
   timeout 20 nvidia-smi -q 2>&1 | grep -iE 'xid|retired|pending|remapp|recovery|reset|persistence|compute mode' | head -20
   timeout 5 dmesg 2>&1 | grep -iE 'xid|nvrm' | tail -20
+  echo "the driver's first Xid lines of this call (dmesg.txt):"
+  grep -m 20 -i 'xid' "$R/dmesg.txt" 2>/dev/null
+  timeout 20 nvidia-smi -q -d ECC,ROW_REMAPPER > "$R/ecc_after.txt" 2>&1
 }

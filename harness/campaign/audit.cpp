@@ -760,7 +760,8 @@ Report Audit::run() {
   const int64_t todo = int64_t(order.size());
   InFlightLog in_flight(o_.in_flight_path,
                         "# attnfuzz audit: the sweep's cases running now (each line's --cells runs it alone, with the\n"
-                        "# same kernels and seed); after a kill or a lost GPU, the cases that were running then\n");
+                        "# same kernels and seed); after a kill or a lost GPU, the cases that were running then\n",
+                        o_.in_flight_history_path);
   const int64_t per_cell = o_.cases_per_cell;
   // A lost GPU stops the sweep as a stop request does; the cells computed
   // ahead that lost a kernel's outcome to it count as not run.

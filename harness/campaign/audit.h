@@ -101,6 +101,9 @@ struct AuditOptions {
   // Where the cases running now are listed (in_flight.h; `audit` writes
   // OUT/in_flight.txt); "": nowhere.
   std::string in_flight_path;
+  // Where each case's start and end are appended with their UTC time
+  // (OUT/in_flight_history.txt); "": nowhere.
+  std::string in_flight_history_path;
   // Called after each sweep cell is consumed (cells done, cells in all) and
   // once per new failure signature.
   std::function<void(int64_t, int64_t)> on_sweep_progress;

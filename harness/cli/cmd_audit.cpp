@@ -51,6 +51,7 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
   o.jobs = a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   o.corpus_dir = !a.corpus.empty() ? a.corpus : a.out + "/corpus";
   o.in_flight_path = a.out + "/in_flight.txt";
+  o.in_flight_history_path = a.out + "/in_flight_history.txt";
   o.minimize_options.max_runs = a.minimize_runs;
   o.minimize_options.max_seconds = a.minimize_time;
   o.minimize_budget_s = a.minimize_budget;

@@ -38,6 +38,33 @@ TEST(InFlightLog, ListsWhatRunsInOrderAndForgetsWhatFinished) {
   EXPECT_EQ(log.text(), read_file(path));
 }
 
+TEST(InFlightLog, TheHistoryKeepsEveryStartAndEndWithItsUtcTime) {
+  testing::TempDir dir("in-flight-history");
+  std::filesystem::create_directories(dir.path);
+  const std::string history = dir.str() + "/in_flight_history.txt";
+  {
+    InFlightLog log(dir.str() + "/in_flight.txt", "# header\n", history);
+    log.started(3, "--cells 3-4  three");
+    log.started(7, "--cells 7-8  seven");
+    log.finished(3);
+    log.finished(42);  // never started: no line
+  }
+  std::istringstream lines(read_file(history));
+  std::vector<std::string> got;
+  for (std::string line; std::getline(lines, line);) got.push_back(line);
+  ASSERT_EQ(got.size(), 3u) << read_file(history);
+  const char* want[] = {" start --cells 3-4  three", " start --cells 7-8  seven", " end   --cells 3-4  three"};
+  for (size_t i = 0; i < got.size(); ++i) {
+    // 2026-12-02T13:05:01.123456Z: 27 characters, then the event.
+    ASSERT_GT(got[i].size(), 27u);
+    EXPECT_EQ(got[i][4], '-');
+    EXPECT_EQ(got[i][10], 'T');
+    EXPECT_EQ(got[i][19], '.');
+    EXPECT_EQ(got[i][26], 'Z');
+    EXPECT_EQ(got[i].substr(27), want[i]);
+  }
+}
+
 TEST(InFlightLog, WithoutAPathItKeepsTheListInMemoryOnly) {
   InFlightLog log("", "");
   log.started(1, "one");
