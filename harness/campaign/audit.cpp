@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <regex>
 #include <set>
 #include <stdexcept>
 #include <tuple>
@@ -716,7 +717,17 @@ struct SweepPlan {
   std::vector<int64_t> cells;
   std::vector<int64_t> slots;  // each cell's slot in shard order (what --cells A-B counts)
   int64_t range = 0;
+  int64_t skipped_covered = 0, skipped_rows = 0;
 };
+
+// --rows: ECMAScript, so '^(?!.*row_gap3)' names the rows without row gaps.
+std::regex rows_regex(const std::string& pattern) {
+  try {
+    return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    throw std::runtime_error(fmt::format("audit: --rows '{}' is not a regular expression: {}", pattern, e.what()));
+  }
+}
 
 SweepPlan plan_sweep(const AuditOptions& o, const std::vector<AuditRow>& rows,
                      const std::vector<const GeneratorDef*>& classes) {
@@ -734,13 +745,22 @@ SweepPlan plan_sweep(const AuditOptions& o, const std::vector<AuditRow>& rows,
   }
   std::vector<std::string> names;
   for (const CampaignKernel& k : o.kernels) names.push_back(k.kernel->name);
+  // The rows --rows keeps, decided once per row, not once per cell.
+  std::vector<bool> row_kept(rows.size(), true);
+  if (!o.rows_regex.empty()) {
+    const std::regex keep = rows_regex(o.rows_regex);
+    for (size_t r = 0; r < rows.size(); ++r) row_kept[r] = std::regex_search(rows[r].name(), keep);
+  }
   SweepPlan plan;
   plan.range = end - begin;
   for (int64_t slot = begin; slot < end; ++slot) {
     const int64_t cell = cell_at(slot);
     const size_t r = size_t(cell) / classes.size(), g = size_t(cell) % classes.size();
-    if (o.covered.by_kernel.empty() || !o.covered.covers(names, rows[r].name(), classes[g]->name))
-    {
+    if (!row_kept[r]) {
+      ++plan.skipped_rows;
+    } else if (!o.covered.by_kernel.empty() && o.covered.covers(names, rows[r].name(), classes[g]->name)) {
+      ++plan.skipped_covered;
+    } else {
       plan.cells.push_back(cell);
       plan.slots.push_back(slot);
     }
@@ -753,10 +773,14 @@ SweepPlan plan_sweep(const AuditOptions& o, const std::vector<AuditRow>& rows,
 Report Audit::run() {
   const SweepPlan plan = plan_sweep(o_, rows_, classes_);
   const std::vector<int64_t>& order = plan.cells;
-  if (const int64_t skipped = plan.range - int64_t(order.size()); skipped > 0)
-    for (ReportAudit& a : report_.audits)
+  for (ReportAudit& a : report_.audits) {
+    if (plan.skipped_rows > 0)
+      a.notes.push_back(fmt::format("{} of the range's {} cells skipped: their rows do not match --rows '{}'",
+                                    plan.skipped_rows, plan.range, o_.rows_regex));
+    if (plan.skipped_covered > 0)
       a.notes.push_back(fmt::format("{} of the range's {} cells skipped: earlier reports cover them (--skip-covered)",
-                                    skipped, plan.range));
+                                    plan.skipped_covered, plan.range));
+  }
   const int64_t todo = int64_t(order.size());
   InFlightLog in_flight(o_.in_flight_path,
                         "# attnfuzz audit: the sweep's cases running now (each line's --cells runs it alone, with the\n"

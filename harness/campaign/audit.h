@@ -98,6 +98,10 @@ struct AuditOptions {
   // Cells of the range every audited kernel already has in an earlier report
   // (--skip-covered) are not swept; the range's other cells are, in order.
   CoveredCells covered;
+  // Only the rows whose names ("bf16 d64 causal_br gqa varlen bshd") this
+  // ECMAScript regex finds (--rows): a sweep split by feature, e.g. the rows
+  // whose kernels fault apart from the rest.  "": every row.
+  std::string rows_regex;
   // Where the cases running now are listed (in_flight.h; `audit` writes
   // OUT/in_flight.txt); "": nowhere.
   std::string in_flight_path;

@@ -31,7 +31,7 @@ struct AuditArgs {
   std::string sweep_time;
   int cases_per_cell = 1;
   uint64_t seed = 1;
-  std::string out, corpus, shard, cells;
+  std::string out, corpus, shard, cells, rows;
   std::vector<std::string> skip_covered;  // report folders of earlier audits
   bool list_cells = false;
   int jobs = 0;
@@ -56,6 +56,7 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
   o.minimize_options.max_seconds = a.minimize_time;
   o.minimize_budget_s = a.minimize_budget;
   o.command = g.command_line;
+  o.rows_regex = a.rows;
   if (!a.shard.empty()) {
     std::string error;
     const std::optional<ShardSpec> s = parse_shard(a.shard, &error);
@@ -167,6 +168,9 @@ Action add_audit_command(CLI::App& app, Globals& g) {
   sub->add_option("--shard", a->shard, "K/N: sweep only the K-th (from 0) of N contiguous parts of the cells");
   sub->add_option("--cells", a->cells,
                   "A-B: sweep only the cells [A, B) in shard order (to resume a sweep a time limit cut)");
+  sub->add_option("--rows", a->rows,
+                  "REGEX (ECMAScript): sweep only the rows whose names it finds, e.g. 'row_gap3' or "
+                  "'^(?!.*row_gap3)' for the rest");
   sub->add_flag("--list-cells", a->list_cells,
                 "print the cells the sweep would run (matrix index, row, class), in its order, and exit");
   sub->add_option("--skip-covered", a->skip_covered,

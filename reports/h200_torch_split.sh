@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The libtorch forward sweep (issue 12) split by what faults, in one device-tool command.
+# Run 9 found why the GPU was lost under the libtorch sweeps: torch.flash and torch.cudnn
+# fault on rows with row gaps (Xid 13, misaligned address); with other contexts on the GPU
+# each fault stalls a context switch (Xid 109, CTX SWITCH TIMEOUT, about 5 s after such a
+# case starts) and, after some tens of them, the GPU's firmware stops answering (Xid 119,
+# GSP RPC timeout) and the GPU needs a reset (Xid 154).  So the phases run the cells that
+# cannot fault first, and those that do last:
+#   1. every kernel, rows without row gaps            (--rows '^(?!.*row_gap3)')
+#   2. torch.efficient, torch.math, torch.flash_varlen on the row-gap rows
+#   3. torch.flash, torch.cudnn on the row-gap rows (the faults)
+# Each phase skips the cells earlier reports cover (DIR/torch_covered.txt's folders, and
+# the report folders of this command's earlier phases), so a later call resumes where a
+# deadline or a lost GPU stopped it.  attnfuzz is carried in .carry/; the plugin is built
+# here.  Results: $OUT/split.tgz.
+# Usage: COVERED=DIR reports/h200_torch_split.sh DEADLINE_SECONDS
+#   DIR/torch_covered.txt: report folders (globs allowed), one a line.  JOBS (4).
+set -u
+deadline=$((SECONDS + ${1:-560}))
+. "$(dirname "$0")/h200_lib.sh"
+h200_begin split
+export OMP_NUM_THREADS=1
+start_samplers 10
+build_torch_plugin 8
+[ -n "$TL" ] || { step "no libtorch plugin: nothing run"; exit 1; }
+export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
+earlier=$(cat "${COVERED:?COVERED=DIR}/torch_covered.txt")
+
+phase() {  # name kernels rows-regex
+  local name=$1 kernels=$2 rows=$3 d="$R/$1"
+  local covered
+  covered=$(unpack_reports "/tmp/covered_$name" $earlier "${done_dirs[@]}")
+  local todo
+  todo=$($AF --kernel-lib "$TL" audit --kernel "$kernels" --shard 0/1 --rows "$rows" --skip-covered $covered \
+    --list-cells --out /tmp/x 2>/dev/null | wc -l)
+  # The sweep's own stop, plus one kernel call's hang timeout (60 s) and the report.
+  local budget=$(($(left) - 80))
+  step "phase $name: $kernels, rows '$rows': $todo cells, sweep time $budget s"
+  [ "$todo" -gt 0 ] || return 0
+  [ "$budget" -gt 20 ] || { echo "no time"; return 0; }
+  timeout -k 20 $((budget + 70)) $AF --kernel-lib "$TL" audit --kernel "$kernels" --shard 0/1 --rows "$rows" \
+    --skip-covered $covered --sweep-time "$budget" --time 4 --jobs "${JOBS:-4}" --minimize-time 2 \
+    --minimize-budget 20 --out "$d" > "$d.log" 2>&1
+  echo "phase $name rc=$?: $(grep -m1 'cases in' "$d.log")"
+  grep -m1 'sweep stopped' "$d.log"; grep -m1 '^GPU workers' "$d.log"
+  grep -v '^#' "$d/in_flight.txt" 2>/dev/null
+  [ -f "$d/report.json" ] && done_dirs+=("$d")
+  echo "Xid kinds so far: $(grep -io 'xid ([^)]*): [0-9]*' "$R/dmesg.txt" | sed 's/.*: //' | sort | uniq -c | tr -s ' ' | tr '\n' ' ')"
+}
+done_dirs=()
+T=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
+phase no_gaps "$T" '^(?!.*row_gap3)'
+phase gaps_nofault torch.efficient,torch.math,torch.flash_varlen row_gap3
+phase gaps_fault torch.flash,torch.cudnn row_gap3
+kill "${samplers[@]}" 2>/dev/null
+gpu_loss_report
+step done
