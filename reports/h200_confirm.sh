@@ -47,7 +47,7 @@ step "torch.math [bwd] cases re-judged under the own-forward bound ($(left) s le
 timeout 60 $AF --kernel-lib "$TL" repro reports/backward/run*/torch/corpus/torch.math-*.case > "$R/repro_torch_math_bwd.txt" 2>&1
 echo "rc=$?"; grep -v '^ ' "$R/repro_torch_math_bwd.txt"
 
-step "torch saved cases re-run, the suspects of a failing GPU first ($(left) s left)"
+step "torch saved cases re-run: torch_suspect.txt (the suspects of a failing GPU, or the cases that cannot fault), then torch.txt ($(left) s left)"
 repro torch_suspect "@$L/torch_suspect.txt" --kernel-lib "$TL"
 repro torch "@$L/torch.txt" --kernel-lib "$TL"
 
