@@ -363,7 +363,9 @@ class Audit {
       a.kernel = k->name;
       for (const AuditRow& r : rows_) a.rows.push_back(r.name());
       for (const GeneratorDef* g : classes_) a.columns.push_back(g->name);
-      a.notes = notes;
+      // Tagged here, so that a reader of the report (and the summary) tells
+      // them from the sweep's own notes (stops, skipped cells, budgets).
+      for (const std::string& n : notes) a.notes.push_back("conventions differ: " + n);
       report_.audits.push_back(std::move(a));
       for (const GeneratorDef* g : classes_) report_.cells.push_back({k->name, g->name, 0, {}});
     }
@@ -951,11 +953,7 @@ std::vector<std::string> audit_summary(const Report& r) {
         line += fmt::format("{}{} x {}", line.empty() ? "" : "; ", -reasons[i].first, reasons[i].second);
       if (!line.empty()) out.push_back("  unsupported cases by reason: " + line);
     }
-    for (const std::string& note : a.notes)
-      out.push_back(note.rfind("sweep stopped", 0) == 0 || note.rfind("minimization budget", 0) == 0 ||
-                            note.rfind("stopped: ", 0) == 0 || note.rfind("fuzz phase stopped: ", 0) == 0
-                        ? "  " + note
-                        : "  conventions differ: " + note);
+    for (const std::string& note : a.notes) out.push_back("  " + note);
   }
   return out;
 }

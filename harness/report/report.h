@@ -62,7 +62,8 @@
 //               taken at the row's scale (version 2; at the exact element in version 1).
 //   audits:     [{kernel, rows [..], columns [..], cells [{row, column, status (pass | fail |
 //               unsupported), verdict, cases, signature}], notes ["one line", ...]}]   the audit
-//               matrix; notes (optional) say where the audited kernels' declared conventions differ
+//               matrix; notes (optional): where the audited kernels' declared conventions differ
+//               ("conventions differ: ..."), where the sweep stopped or skipped cells
 //   mutants:    [{kernel, killed, cases, cases_to_kill, seconds_to_kill, verdict, signature}]
 // Verdict names are verdict_name()'s.  Floating-point values that must stay
 // exact or may be non-finite (worst element values) are written twice:
@@ -212,8 +213,9 @@ struct ReportAudit {
   std::string kernel;
   std::vector<std::string> rows, columns;  // display order
   std::vector<ReportAuditCell> cells;
-  // Where the audited kernels' declared conventions differ, one line each
-  // (the same lines in every kernel's matrix of one audit).
+  // One line each: where the audited kernels' declared conventions differ
+  // ("conventions differ: ...", the same lines in every kernel's matrix of
+  // one audit), and where the sweep stopped, skipped cells or spent a budget.
   std::vector<std::string> notes;
   // Why the kernel declined cases: reason -> cases, the most frequent
   // kMaxUnsupportedReasons kept (the rest counted under kOtherReasons), so a

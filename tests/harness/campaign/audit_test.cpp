@@ -276,11 +276,13 @@ TEST(Audit, NotesWhereDeclaredConventionsDiffer) {
   const Runner runner(RunOptions{});
   const Report r = run_audit(options({&zero, &nan_rows}, kAddNegInfShard), runner);  // all declined: quick
   ASSERT_EQ(r.audits.size(), 2u);
-  EXPECT_EQ(r.audits[1].notes, notes);
+  std::vector<std::string> tagged;  // as the report keeps them, apart from the sweep's own notes
+  for (const std::string& n : notes) tagged.push_back("conventions differ: " + n);
+  EXPECT_EQ(r.audits[1].notes, tagged);
   std::string error;
   const std::optional<Report> back = report_from_json(report_to_json(r), &error);
   ASSERT_TRUE(back) << error;
-  EXPECT_EQ(back->audits[0].notes, notes);
+  EXPECT_EQ(back->audits[0].notes, tagged);
   const std::string html = report_to_html(r, HtmlOptions{"/nonexistent/gnuplot"});
   EXPECT_NE(html.find("masked row output: nan (nan_rows); zero (zero_rows)"), std::string::npos);
   for (const std::string& line : audit_summary(r))
@@ -313,6 +315,46 @@ TEST(Audit, CellRangesResumeAShard) {
     EXPECT_EQ(joined[i].column, want[i].column);
     EXPECT_EQ(joined[i].status, want[i].status) << want[i].row << " x " << want[i].column;
   }
+}
+
+// --rows splits a sweep by feature (run 9 swept the row-gap rows, whose
+// kernels fault, apart from the rest): a regex and its negation take
+// disjoint cells that together are the whole range, each kept in order.
+TEST(Audit, RowsRegexSplitsTheSweepByFeature) {
+  const afz_kernel k = narrow(testing::mutant_kernel(), "mutant.narrow");
+  AuditOptions o = options({&k}, kNoMaskShard);  // rows 0-4: every layout once
+  const std::vector<SweepCell> all = audit_sweep_cells(o);
+  o.rows_regex = "row_gap3";
+  const std::vector<SweepCell> gaps = audit_sweep_cells(o);
+  o.rows_regex = "^(?!.*row_gap3)";
+  const std::vector<SweepCell> rest = audit_sweep_cells(o);
+  ASSERT_FALSE(gaps.empty());
+  ASSERT_FALSE(rest.empty());
+  EXPECT_EQ(gaps.size() + rest.size(), all.size());
+  for (const SweepCell& c : gaps) EXPECT_NE(c.row.find("row_gap3"), std::string::npos) << c.row;
+  for (const SweepCell& c : rest) EXPECT_EQ(c.row.find("row_gap3"), std::string::npos) << c.row;
+  auto in_order = [](const std::vector<SweepCell>& part, const std::vector<SweepCell>& whole) {
+    size_t at = 0;
+    for (const SweepCell& c : part) {
+      while (at < whole.size() && whole[at].cell != c.cell) ++at;
+      if (at == whole.size()) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(in_order(gaps, all));
+  EXPECT_TRUE(in_order(rest, all));
+
+  o.rows_regex = "row_gap3";
+  const Runner runner(RunOptions{});
+  const Report r = run_audit(o, runner);
+  EXPECT_EQ(r.run.cases, int64_t(gaps.size()));
+  const std::vector<std::string>& notes = r.audits.at(0).notes;
+  EXPECT_NE(std::find(notes.begin(), notes.end(),
+                      fmt::format("{} of the range's {} cells skipped: their rows do not match --rows 'row_gap3'",
+                                  rest.size(), all.size())),
+            notes.end());
+  o.rows_regex = "(";
+  EXPECT_THROW(audit_sweep_cells(o), std::runtime_error) << "a malformed regex is one line, not a crash";
 }
 
 TEST(Audit, RejectsUnusableOptions) {
