@@ -8,7 +8,9 @@
 # cannot fault first, and those that do last:
 #   1. every kernel, rows without row gaps            (--rows '^(?!.*row_gap3)')
 #   2. torch.efficient, torch.math, torch.flash_varlen on the row-gap rows
-#   3. torch.flash, torch.cudnn on the row-gap rows (the faults)
+#   3. torch.flash, torch.cudnn on the row-gap rows (the faults), with torch.math: its fp32
+#      rows are in the 5-kernel matrix, where both decline them ("q dtype fp32 not supported"),
+#      and a matrix of the two alone has none
 # Each phase skips the cells earlier reports cover (DIR/torch_covered.txt's folders, and
 # the report folders of this command's earlier phases), so a later call resumes where a
 # deadline or a lost GPU stopped it.  attnfuzz is carried in .carry/; the plugin is built
@@ -51,7 +53,7 @@ done_dirs=()
 T=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
 phase no_gaps "$T" '^(?!.*row_gap3)'
 phase gaps_nofault torch.efficient,torch.math,torch.flash_varlen row_gap3
-phase gaps_fault torch.flash,torch.cudnn row_gap3
+phase gaps_fault torch.flash,torch.cudnn,torch.math row_gap3
 kill "${samplers[@]}" 2>/dev/null
 gpu_loss_report
 step done
