@@ -51,7 +51,10 @@ repro() {  # name "globs"|@list [global options...]
   local name=$1 globs=$2; shift 2
   local files
   if [[ $globs == @* ]]; then mapfile -t files < "${globs#@}"; else files=($globs); fi
-  [ -f "${files[0]:-}" ] || { echo "$name: no saved cases"; return; }
+  local f kept=()  # a glob that matched nothing stays as its pattern: left out
+  for f in "${files[@]}"; do [ -f "$f" ] && kept+=("$f"); done
+  files=("${kept[@]}")
+  [ "${#files[@]}" -gt 0 ] || { echo "$name: no saved cases"; return; }
   timeout -k 10 $(($(left) - 10)) $AF "$@" --determinism repro --jobs "${REPRO_JOBS:-4}" "${files[@]}" \
     > "$R/repro_$name.txt" 2>&1
   echo "$name repro rc=$? (${#files[@]} cases, $(grep -c ': pass' "$R/repro_$name.txt") pass)"

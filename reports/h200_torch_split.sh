@@ -13,10 +13,16 @@
 #      and a matrix of the two alone has none
 # Each phase skips the cells earlier reports cover (DIR/torch_covered.txt's folders, and
 # the report folders of this command's earlier phases), so a later call resumes where a
-# deadline or a lost GPU stopped it.  attnfuzz is carried in .carry/; the plugin is built
-# here.  Results: $OUT/split.tgz.
+# deadline or a lost GPU stopped it.  Then the saved cases are re-run (`attnfuzz
+# --determinism repro`): the phases' that cannot fault first, then the faulting phase's and
+# DIR/torch_fault_cases.txt's (earlier calls' faulting cases not yet re-run).
+# attnfuzz is carried in .carry/; the plugin is built here.  Results: $OUT/split.tgz.
 # Usage: COVERED=DIR reports/h200_torch_split.sh DEADLINE_SECONDS
-#   DIR/torch_covered.txt: report folders (globs allowed), one a line.  JOBS (4).
+#   DIR/torch_covered.txt: report folders (globs allowed), one a line.
+#   JOBS (4): jobs of the phases that cannot fault.  FAULT_JOBS (4): jobs of the faulting phase
+#   and of its re-runs; 1 leaves no other context beside a faulting one, so no context switch
+#   can time out (run 9's losses followed those timeouts; 1 job is not yet measured there).
+#   REPRO_S (120): seconds the faulting phase leaves for the re-runs.
 set -u
 deadline=$((SECONDS + ${1:-560}))
 . "$(dirname "$0")/h200_lib.sh"
@@ -28,20 +34,20 @@ build_torch_plugin 8
 export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
 earlier=$(cat "${COVERED:?COVERED=DIR}/torch_covered.txt")
 
-phase() {  # name kernels rows-regex
-  local name=$1 kernels=$2 rows=$3 d="$R/$1"
+phase() {  # name kernels rows-regex jobs seconds-to-leave
+  local name=$1 kernels=$2 rows=$3 jobs=$4 keep=$5 d="$R/$1"
   local covered
   covered=$(unpack_reports "/tmp/covered_$name" $earlier "${done_dirs[@]}")
   local todo
   todo=$($AF --kernel-lib "$TL" audit --kernel "$kernels" --shard 0/1 --rows "$rows" --skip-covered $covered \
     --list-cells --out /tmp/x 2>/dev/null | wc -l)
   # The sweep's own stop, plus one kernel call's hang timeout (60 s) and the report.
-  local budget=$(($(left) - 80))
+  local budget=$(($(left) - 80 - keep))
   step "phase $name: $kernels, rows '$rows': $todo cells, sweep time $budget s"
   [ "$todo" -gt 0 ] || return 0
   [ "$budget" -gt 20 ] || { echo "no time"; return 0; }
   timeout -k 20 $((budget + 70)) $AF --kernel-lib "$TL" audit --kernel "$kernels" --shard 0/1 --rows "$rows" \
-    --skip-covered $covered --sweep-time "$budget" --time 4 --jobs "${JOBS:-4}" --minimize-time 2 \
+    --skip-covered $covered --sweep-time "$budget" --time 4 --jobs "$jobs" --minimize-time 2 \
     --minimize-budget 20 --out "$d" > "$d.log" 2>&1
   echo "phase $name rc=$?: $(grep -m1 'cases in' "$d.log")"
   grep -m1 'sweep stopped' "$d.log"; grep -m1 '^GPU workers' "$d.log"
@@ -51,9 +57,16 @@ phase() {  # name kernels rows-regex
 }
 done_dirs=()
 T=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
-phase no_gaps "$T" '^(?!.*row_gap3)'
-phase gaps_nofault torch.efficient,torch.math,torch.flash_varlen row_gap3
-phase gaps_fault torch.flash,torch.cudnn,torch.math row_gap3
+phase no_gaps "$T" '^(?!.*row_gap3)' "${JOBS:-4}" 0
+phase gaps_nofault torch.efficient,torch.math,torch.flash_varlen row_gap3 "${JOBS:-4}" 0
+phase gaps_fault torch.flash,torch.cudnn,torch.math row_gap3 "${FAULT_JOBS:-4}" "${REPRO_S:-120}"
+
+step "saved cases re-run: those that cannot fault ($(left) s left)"
+REPRO_JOBS=${JOBS:-4} repro nofault "$R/no_gaps/corpus/*.case $R/gaps_nofault/corpus/*.case" --kernel-lib "$TL"
+step "saved cases re-run: the faulting phase's, then earlier calls' ($(left) s left)"
+REPRO_JOBS=${FAULT_JOBS:-4} repro fault "$R/gaps_fault/corpus/*.case" --kernel-lib "$TL"
+[ -s "$COVERED/torch_fault_cases.txt" ] &&
+  REPRO_JOBS=${FAULT_JOBS:-4} repro earlier_fault "@$COVERED/torch_fault_cases.txt" --kernel-lib "$TL"
 kill "${samplers[@]}" 2>/dev/null
 gpu_loss_report
 step done
