@@ -19,6 +19,8 @@
 # attnfuzz is carried in .carry/; the plugin is built here.  Results: $OUT/split.tgz.
 # Usage: COVERED=DIR reports/h200_torch_split.sh DEADLINE_SECONDS
 #   DIR/torch_covered.txt: report folders (globs allowed), one a line.
+#   PASS=bwd: the backward kernels of the same names (issue 14; their faults are the same
+#   row-gap ones); the folders are then DIR/torch_bwd_covered.txt's, results $OUT/split_bwd.tgz.
 #   JOBS (4): jobs of the phases that cannot fault.  FAULT_JOBS (4): jobs of the faulting phase
 #   and of its re-runs; 1 leaves no other context beside a faulting one, so no context switch
 #   can time out (run 9's losses followed those timeouts; 1 job is not yet measured there).
@@ -26,27 +28,31 @@
 set -u
 deadline=$((SECONDS + ${1:-560}))
 . "$(dirname "$0")/h200_lib.sh"
-h200_begin split
+pass=${PASS:-fwd}
+name=split; [ "$pass" = bwd ] && name=split_bwd
+h200_begin "$name"
 export OMP_NUM_THREADS=1
 start_samplers 10
 build_torch_plugin 8
 [ -n "$TL" ] || { step "no libtorch plugin: nothing run"; exit 1; }
 export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
-earlier=$(cat "${COVERED:?COVERED=DIR}/torch_covered.txt")
+list=${COVERED:?COVERED=DIR}/torch_covered.txt
+[ "$pass" = bwd ] && list=$COVERED/torch_bwd_covered.txt
+earlier=$(cat "$list")
 
 phase() {  # name kernels rows-regex jobs seconds-to-leave
   local name=$1 kernels=$2 rows=$3 jobs=$4 keep=$5 d="$R/$1"
   local covered
   covered=$(unpack_reports "/tmp/covered_$name" $earlier "${done_dirs[@]}")
   local todo
-  todo=$($AF --kernel-lib "$TL" audit --kernel "$kernels" --shard 0/1 --rows "$rows" --skip-covered $covered \
+  todo=$($AF --kernel-lib "$TL" audit --pass "$pass" --kernel "$kernels" --shard 0/1 --rows "$rows" --skip-covered $covered \
     --list-cells --out /tmp/x 2>/dev/null | wc -l)
   # The sweep's own stop, plus one kernel call's hang timeout (60 s) and the report.
   local budget=$(($(left) - 80 - keep))
   step "phase $name: $kernels, rows '$rows': $todo cells, sweep time $budget s"
   [ "$todo" -gt 0 ] || return 0
   [ "$budget" -gt 20 ] || { echo "no time"; return 0; }
-  timeout -k 20 $((budget + 70)) $AF --kernel-lib "$TL" audit --kernel "$kernels" --shard 0/1 --rows "$rows" \
+  timeout -k 20 $((budget + 70)) $AF --kernel-lib "$TL" audit --pass "$pass" --kernel "$kernels" --shard 0/1 --rows "$rows" \
     --skip-covered $covered --sweep-time "$budget" --time 4 --jobs "$jobs" --minimize-time 2 \
     --minimize-budget 20 --out "$d" > "$d.log" 2>&1
   echo "phase $name rc=$?: $(grep -m1 'cases in' "$d.log")"
