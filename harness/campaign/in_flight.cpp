@@ -33,7 +33,8 @@ InFlightLog::InFlightLog(std::string path, std::string header, std::string histo
   std::lock_guard<std::mutex> lock(mu_);
   write_locked();
   if (history_path.empty()) return;
-  history_ = std::fopen(history_path.c_str(), "a");
+  // Written afresh, as the report folder's other files are by each audit.
+  history_ = std::fopen(history_path.c_str(), "w");
   // A history that cannot be opened costs the history, never the sweep.
   if (!history_) std::fprintf(stderr, "attnfuzz: in-flight history: cannot open %s\n", history_path.c_str());
 }

@@ -24,6 +24,8 @@ class InFlightLog {
   // path "": no file, every call does nothing; history_path "": no history.
   InFlightLog(std::string path, std::string header, std::string history_path = "");
   ~InFlightLog();
+  InFlightLog(const InFlightLog&) = delete;  // owns the history's FILE*
+  InFlightLog& operator=(const InFlightLog&) = delete;
   // A case (its sweep index: unique, ordered) starts or ends; `line` says
   // how to run it alone ("--cells 8812-8813  cell 1234: row x class case 0").
   void started(int64_t index, const std::string& line);

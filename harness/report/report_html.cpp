@@ -320,7 +320,8 @@ class Page {
     for (const ReportAudit& a : r_.audits) {
       out_ << "<h3><code>" << esc(a.kernel) << "</code></h3>\n";
       if (!a.notes.empty()) {
-        out_ << "<p>Notes (declared conventions that differ between the audited kernels; where the sweep stopped or skipped cells):</p>\n<ul class=\"notes\">";
+        out_ << "<p>Notes (declared conventions that differ between the audited kernels; where the sweep "
+                "stopped or skipped cells):</p>\n<ul class=\"notes\">";
         for (const std::string& note : a.notes) out_ << "<li>" << esc(note) << "</li>";
         out_ << "</ul>\n";
       }
