@@ -7,7 +7,8 @@
 # attnfuzz is built on a CPU machine for sm_90a and carried in .carry/; the libtorch plugin is built
 # here.  Results: $OUT/confirm.tgz.
 # Usage: reports/h200_confirm.sh DEADLINE_SECONDS
-#   CONFIRM=DIR: the lists of cases to re-run (cudnn.txt, torch_suspect.txt, torch.txt; empty: none);
+#   CONFIRM=DIR: the lists of cases to re-run (cudnn.txt, torch_suspect.txt, torch.txt; empty: none;
+#   the corpora of runs 6-9 are committed as corpus.tar.xz: extract the ones a list names first);
 #   default reports/production/run8/confirm (run 8 call 3), reports/production/run9_plan for the next call
 #   the report folders of earlier audits whose cells are skipped (--skip-covered): DIR/cudnn_covered.txt
 #   and DIR/torch_covered.txt, one a line (the libtorch cells of a call whose GPU was failing are left out)
