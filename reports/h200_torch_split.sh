@@ -38,12 +38,12 @@ build_torch_plugin 8
 export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
 list=${COVERED:?COVERED=DIR}/torch_covered.txt
 [ "$pass" = bwd ] && list=$COVERED/torch_bwd_covered.txt
-earlier=$(cat "$list")
+# Unpacked once: each phase passes these and the report folders of the phases before it.
+earlier=$(unpack_reports /tmp/covered_earlier $(cat "$list"))
 
 phase() {  # name kernels rows-regex jobs seconds-to-leave
   local name=$1 kernels=$2 rows=$3 jobs=$4 keep=$5 d="$R/$1"
-  local covered
-  covered=$(unpack_reports "/tmp/covered_$name" $earlier "${done_dirs[@]}")
+  local covered="$earlier ${done_dirs[*]}"
   local todo
   todo=$($AF --kernel-lib "$TL" audit --pass "$pass" --kernel "$kernels" --shard 0/1 --rows "$rows" --skip-covered $covered \
     --list-cells --out /tmp/x 2>/dev/null | wc -l)
