@@ -25,6 +25,11 @@
 #   and of its re-runs; 1 leaves no other context beside a faulting one, so no context switch
 #   can time out (run 9's losses followed those timeouts; 1 job is not yet measured there).
 #   REPRO_S (120): seconds the faulting phase leaves for the re-runs.
+#   NOFAULT_KEEP (0): seconds the first phase leaves (for the re-runs, when it cannot finish).
+#   CUDNN_SIDE=JOBS (PASS=bwd only): cuDNN direct's backward (`cudnn.sdpa [bwd]`, PyTorch's
+#   cuDNN) audited beside the phases that cannot fault, with JOBS jobs, skipping the folders of
+#   DIR/cudnn_bwd_covered.txt; cuDNN's backward has not faulted in any call (its failures are
+#   values), so it shares the GPU safely until the faulting phase, which waits for it.
 set -u
 deadline=$((SECONDS + ${1:-560}))
 . "$(dirname "$0")/h200_lib.sh"
@@ -61,10 +66,28 @@ phase() {  # name kernels rows-regex jobs seconds-to-leave
   [ -f "$d/report.json" ] && done_dirs+=("$d")
   echo "Xid kinds so far: $(grep -io 'xid ([^)]*): [0-9]*' "$R/dmesg.txt" | sed 's/.*: //' | sort | uniq -c | tr -s ' ' | tr '\n' ' ')"
 }
+side_pid=
+if [ "$pass" = bwd ] && [ -n "${CUDNN_SIDE:-}" ]; then
+  cudnn_covered=$(unpack_reports /tmp/covered_cudnn $(cat "$COVERED/cudnn_bwd_covered.txt"))
+  # It stops with the first phase: the time left less the re-runs' share (REPRO_S) and
+  # the report's.
+  side_s=$(($(left) - 80 - ${REPRO_S:-120}))
+  step "beside the phases: cudnn.sdpa [bwd] on PyTorch's cuDNN, $CUDNN_SIDE jobs, sweep time $side_s s"
+  ( timeout -k 20 $((side_s + 70)) $AF audit --pass bwd --kernel cudnn.sdpa --shard 0/1 --skip-covered $cudnn_covered \
+      --sweep-time "$side_s" --time 4 --jobs "$CUDNN_SIDE" --minimize-time 2 --minimize-budget 20 \
+      --out "$R/cudnn_bwd" > "$R/cudnn_bwd.log" 2>&1
+    echo "cudnn_bwd audit rc=$?" >> "$R/cudnn_bwd.log" ) &
+  side_pid=$!
+fi
 done_dirs=()
 T=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
-phase no_gaps "$T" '^(?!.*row_gap3)' "${JOBS:-4}" 0
+phase no_gaps "$T" '^(?!.*row_gap3)' "${JOBS:-4}" "${NOFAULT_KEEP:-0}"
 phase gaps_nofault torch.efficient,torch.math,torch.flash_varlen row_gap3 "${JOBS:-4}" 0
+if [ -n "$side_pid" ]; then
+  step "waiting for cudnn.sdpa [bwd] before the faulting phase"
+  wait "$side_pid"; tail -1 "$R/cudnn_bwd.log"; grep -m1 'cases in' "$R/cudnn_bwd.log"; grep -A14 '^audit matrix' "$R/cudnn_bwd.log" | head -20
+  REPRO_JOBS=${JOBS:-4} repro cudnn_bwd "$R/cudnn_bwd/corpus/*.case"
+fi
 phase gaps_fault torch.flash,torch.cudnn,torch.math row_gap3 "${FAULT_JOBS:-4}" "${REPRO_S:-120}"
 
 step "saved cases re-run: those that cannot fault ($(left) s left)"
