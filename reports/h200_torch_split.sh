@@ -21,9 +21,10 @@
 #   DIR/torch_covered.txt: report folders (globs allowed), one a line.
 #   PASS=bwd: the backward kernels of the same names (issue 14; their faults are the same
 #   row-gap ones); the folders are then DIR/torch_bwd_covered.txt's, results $OUT/split_bwd.tgz.
-#   JOBS (4): jobs of the phases that cannot fault.  FAULT_JOBS (4): jobs of the faulting phase
+#   JOBS (4): jobs of the phases that cannot fault.  FAULT_JOBS (1): jobs of the faulting phase
 #   and of its re-runs; 1 leaves no other context beside a faulting one, so no context switch
-#   can time out (run 9's losses followed those timeouts; 1 job is not yet measured there).
+#   can time out (run 9 lost the GPU after those timeouts at 4 jobs; run 10 at 1 job took
+#   more faults, kept the GPU and swept 3.9 cells/s against 4 jobs' 3.0).
 #   REPRO_S (120): seconds the faulting phase leaves for the re-runs.
 #   NOFAULT_KEEP (0): seconds the first phase leaves (for the re-runs, when it cannot finish).
 #   CUDNN_SIDE=JOBS (PASS=bwd only): cuDNN direct's backward (`cudnn.sdpa [bwd]`, PyTorch's
@@ -88,14 +89,14 @@ if [ -n "$side_pid" ]; then
   wait "$side_pid"; tail -1 "$R/cudnn_bwd.log"; grep -m1 'cases in' "$R/cudnn_bwd.log"; grep -A14 '^audit matrix' "$R/cudnn_bwd.log" | head -20
   REPRO_JOBS=${JOBS:-4} repro cudnn_bwd "$R/cudnn_bwd/corpus/*.case"
 fi
-phase gaps_fault torch.flash,torch.cudnn,torch.math row_gap3 "${FAULT_JOBS:-4}" "${REPRO_S:-120}"
+phase gaps_fault torch.flash,torch.cudnn,torch.math row_gap3 "${FAULT_JOBS:-1}" "${REPRO_S:-120}"
 
 step "saved cases re-run: those that cannot fault ($(left) s left)"
 REPRO_JOBS=${JOBS:-4} repro nofault "$R/no_gaps/corpus/*.case $R/gaps_nofault/corpus/*.case" --kernel-lib "$TL"
 step "saved cases re-run: the faulting phase's, then earlier calls' ($(left) s left)"
-REPRO_JOBS=${FAULT_JOBS:-4} repro fault "$R/gaps_fault/corpus/*.case" --kernel-lib "$TL"
+REPRO_JOBS=${FAULT_JOBS:-1} repro fault "$R/gaps_fault/corpus/*.case" --kernel-lib "$TL"
 [ -s "$COVERED/torch_fault_cases.txt" ] &&
-  REPRO_JOBS=${FAULT_JOBS:-4} repro earlier_fault "@$COVERED/torch_fault_cases.txt" --kernel-lib "$TL"
+  REPRO_JOBS=${FAULT_JOBS:-1} repro earlier_fault "@$COVERED/torch_fault_cases.txt" --kernel-lib "$TL"
 kill "${samplers[@]}" 2>/dev/null
 gpu_loss_report
 step done
