@@ -24,7 +24,9 @@
 #   JOBS (4): jobs of the phases that cannot fault.  FAULT_JOBS (1): jobs of the faulting phase
 #   and of its re-runs; 1 leaves no other context beside a faulting one, so no context switch
 #   can time out (run 9 lost the GPU after those timeouts at 4 jobs; run 10 at 1 job took
-#   more faults, kept the GPU and swept 3.9 cells/s against 4 jobs' 3.0).
+#   more faults, kept the GPU and swept 3.9 cells/s against 4 jobs' 3.0).  FAULT_GPU_WORKERS
+#   (unset): `--gpu-workers N` for them, e.g. FAULT_JOBS=4 FAULT_GPU_WORKERS=1: one CUDA
+#   context, as with one job, while four jobs judge (not yet measured on the H200).
 #   REPRO_S (120): seconds the faulting phase leaves for the re-runs.
 #   NOFAULT_KEEP (0): seconds the first phase leaves (for the re-runs, when it cannot finish).
 #   CUDNN_SIDE=JOBS (PASS=bwd only): cuDNN direct's backward (`cudnn.sdpa [bwd]`, PyTorch's
@@ -47,8 +49,8 @@ list=${COVERED:?COVERED=DIR}/torch_covered.txt
 # Unpacked once: each phase passes these and the report folders of the phases before it.
 earlier=$(unpack_reports /tmp/covered_earlier $(cat "$list"))
 
-phase() {  # name kernels rows-regex jobs seconds-to-leave
-  local name=$1 kernels=$2 rows=$3 jobs=$4 keep=$5 d="$R/$1"
+phase() {  # name kernels rows-regex jobs seconds-to-leave [gpu-workers]
+  local name=$1 kernels=$2 rows=$3 jobs=$4 keep=$5 gw=${6:+--gpu-workers $6} d="$R/$1"
   local covered="$earlier ${done_dirs[*]}"
   local todo
   todo=$($AF --kernel-lib "$TL" audit --pass "$pass" --kernel "$kernels" --shard 0/1 --rows "$rows" --skip-covered $covered \
@@ -58,7 +60,7 @@ phase() {  # name kernels rows-regex jobs seconds-to-leave
   step "phase $name: $kernels, rows '$rows': $todo cells, sweep time $budget s"
   [ "$todo" -gt 0 ] || return 0
   [ "$budget" -gt 20 ] || { echo "no time"; return 0; }
-  timeout -k 20 $((budget + 70)) $AF --kernel-lib "$TL" audit --pass "$pass" --kernel "$kernels" --shard 0/1 --rows "$rows" \
+  timeout -k 20 $((budget + 70)) $AF --kernel-lib "$TL" $gw audit --pass "$pass" --kernel "$kernels" --shard 0/1 --rows "$rows" \
     --skip-covered $covered --sweep-time "$budget" --time 4 --jobs "$jobs" --minimize-time 2 \
     --minimize-budget 20 --out "$d" > "$d.log" 2>&1
   echo "phase $name rc=$?: $(grep -m1 'cases in' "$d.log")"
@@ -89,14 +91,15 @@ if [ -n "$side_pid" ]; then
   wait "$side_pid"; tail -1 "$R/cudnn_bwd.log"; grep -m1 'cases in' "$R/cudnn_bwd.log"; grep -A14 '^audit matrix' "$R/cudnn_bwd.log" | head -20
   REPRO_JOBS=${JOBS:-4} repro cudnn_bwd "$R/cudnn_bwd/corpus/*.case"
 fi
-phase gaps_fault torch.flash,torch.cudnn,torch.math row_gap3 "${FAULT_JOBS:-1}" "${REPRO_S:-120}"
+phase gaps_fault torch.flash,torch.cudnn,torch.math row_gap3 "${FAULT_JOBS:-1}" "${REPRO_S:-120}" "${FAULT_GPU_WORKERS:-}"
 
 step "saved cases re-run: those that cannot fault ($(left) s left)"
 REPRO_JOBS=${JOBS:-4} repro nofault "$R/no_gaps/corpus/*.case $R/gaps_nofault/corpus/*.case" --kernel-lib "$TL"
 step "saved cases re-run: the faulting phase's, then earlier calls' ($(left) s left)"
-REPRO_JOBS=${FAULT_JOBS:-1} repro fault "$R/gaps_fault/corpus/*.case" --kernel-lib "$TL"
+fault_gw=${FAULT_GPU_WORKERS:+--gpu-workers $FAULT_GPU_WORKERS}
+REPRO_JOBS=${FAULT_JOBS:-1} repro fault "$R/gaps_fault/corpus/*.case" --kernel-lib "$TL" $fault_gw
 [ -s "$COVERED/torch_fault_cases.txt" ] &&
-  REPRO_JOBS=${FAULT_JOBS:-1} repro earlier_fault "@$COVERED/torch_fault_cases.txt" --kernel-lib "$TL"
+  REPRO_JOBS=${FAULT_JOBS:-1} repro earlier_fault "@$COVERED/torch_fault_cases.txt" --kernel-lib "$TL" $fault_gw
 kill "${samplers[@]}" 2>/dev/null
 gpu_loss_report
 step done

@@ -24,6 +24,7 @@ struct Globals {
   bool isolate = false;
   bool determinism = false;
   double timeout_s = 60;
+  int gpu_workers = 0;  // --gpu-workers: 0 = one GPU worker per job
   RowSampling sampling;  // --check-rows, --row-tile, --sample-seed
   std::string command_line;  // argv joined, for reports
 

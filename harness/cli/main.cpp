@@ -49,6 +49,11 @@ int main(int argc, char** argv) {
   app.add_flag("--determinism", g.determinism, "run each case twice and require identical bits");
   app.add_option("--timeout", g.timeout_s, "seconds per kernel call before a hang verdict (with --isolate)")
       ->capture_default_str();
+  app.add_option("--gpu-workers", g.gpu_workers,
+                 "at most N GPU worker processes, shared by the jobs (0: one per job); 1 keeps a faulting kernel's "
+                 "CUDA context alone on the GPU while the jobs still judge in parallel")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--check-rows", g.sampling.max_rows,
                  "judge at most this many query rows per case: every sequence and tile edge plus a seeded sample "
                  "(coverage stated in the verdict); 0 = every row")
@@ -81,6 +86,7 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitBadInput;
   }
+  afz::gpu::limit_workers(g.gpu_workers);
   try {
     for (auto& [sub, action] : commands)
       if (sub->parsed()) return action();

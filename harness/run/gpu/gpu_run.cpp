@@ -11,8 +11,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string_view>
 #include <vector>
@@ -349,7 +351,82 @@ WorkerClient& this_thread_client() {
   return client;
 }
 
+// limit_workers(N): N workers for all threads together, each lent to one
+// thread for one call and kept between calls.
+class WorkerPool {
+ public:
+  int size() const { return size_.load(); }
+
+  void resize(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_.wait(lock, [&] { return lent_ == 0; });
+    clients_.clear();  // each ends its worker
+    free_.clear();
+    for (int i = 0; i < n; ++i) {
+      clients_.push_back(std::make_unique<WorkerClient>());
+      free_.push_back(clients_.back().get());
+    }
+    size_ = n;
+  }
+
+  WorkerClient* take() {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_.wait(lock, [&] { return !free_.empty(); });
+    WorkerClient* c = free_.back();
+    free_.pop_back();
+    ++lent_;
+    return c;
+  }
+
+  void give(WorkerClient* c) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      free_.push_back(c);
+      --lent_;
+    }
+    idle_.notify_all();
+  }
+
+  void shut_down_all() {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_.wait(lock, [&] { return lent_ == 0; });
+    for (auto& c : clients_) c->shut_down();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable idle_;
+  std::vector<std::unique_ptr<WorkerClient>> clients_;
+  std::vector<WorkerClient*> free_;
+  int lent_ = 0;
+  std::atomic<int> size_{0};
+};
+
+WorkerPool& pool() {
+  static WorkerPool p;
+  return p;
+}
+
+// The worker one call uses: this thread's own, or one lent from the pool.
+// A thread holds one lease at a time, so the pool cannot deadlock.
+class Lease {
+ public:
+  Lease() : pooled_(pool().size() > 0), client_(pooled_ ? pool().take() : &this_thread_client()) {}
+  ~Lease() {
+    if (pooled_) pool().give(client_);
+  }
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  WorkerClient* operator->() const { return client_; }
+
+ private:
+  bool pooled_;
+  WorkerClient* client_;
+};
+
 }  // namespace
+
+void limit_workers(int n) { pool().resize(n > 0 ? n : 0); }
 
 void use_exec_worker(const std::string& executable) {
   std::lock_guard<std::mutex> lock(g_exec_mu);
@@ -379,24 +456,27 @@ void reset_gpu_record_for_tests() {
   g_lost_reason.clear();
 }
 
-std::string gpu_unavailable_reason() { return this_thread_client().unavailable(); }
+std::string gpu_unavailable_reason() { return Lease()->unavailable(); }
 
 std::string gpu_device_name() {
-  WorkerClient& c = this_thread_client();
-  return c.unavailable().empty() ? c.device() : "";
+  Lease c;
+  return c->unavailable().empty() ? c->device() : "";
 }
 
 WorkerRun run_in_worker(const afz_kernel& k, Materialized& m, double timeout_s) {
-  return this_thread_client().run(k, m, timeout_s);
+  return Lease()->run(k, m, timeout_s);
 }
 
 WorkerRun run_backward_in_worker(const afz_backward_kernel& k, afz_backward_problem& p, double timeout_s) {
-  return this_thread_client().run_backward(k, p, timeout_s);
+  return Lease()->run_backward(k, p, timeout_s);
 }
 
-int worker_pid() { return this_thread_client().pid(); }
+int worker_pid() { return Lease()->pid(); }
 
-void stop_worker() { this_thread_client().shut_down(); }
+void stop_worker() {
+  this_thread_client().shut_down();
+  pool().shut_down_all();
+}
 
 int64_t workers_started() { return g_workers_started.load(); }
 

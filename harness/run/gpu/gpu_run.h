@@ -1,8 +1,8 @@
 // Running kernels in a worker process, so that a GPU fault, a hang or a
 // crashing adapter never ends the campaign.
 //
-// Each harness thread owns one worker, started on first use and kept for
-// later cases: its CUDA context, device allocations and loaded modules are
+// Each harness thread owns one worker (or borrows one of a fixed number:
+// limit_workers), started on first use and kept for later cases: its CUDA context, device allocations and loaded modules are
 // reused.  A case that kills it (signal, sticky CUDA error) or outlives the
 // per-case timeout (the worker is then killed) becomes a crash or hang
 // verdict, and the next case starts a fresh worker.
@@ -27,6 +27,15 @@ namespace afz::gpu {
 
 // Start workers as `executable worker --fd N` from now on.
 void use_exec_worker(const std::string& executable);
+
+// At most n workers for all threads together (0: one per thread, the
+// default), each lent to one thread for one call.  With n = 1 no second
+// CUDA context ever runs beside one that faults: on the H200 a fault beside
+// other contexts stalled their context switches (Xid 109) and enough of those
+// lost the GPU, while one worker took more faults and kept it
+// (reports/production/README.md, runs 9 and 10).  The threads still judge
+// their cases in parallel.  Call it while no kernel call is in flight.
+void limit_workers(int n);
 
 // Why GPU kernels cannot run here; "" when this thread's worker found a device.
 std::string gpu_unavailable_reason();
@@ -69,9 +78,9 @@ WorkerRun run_in_worker(const afz_kernel& k, Materialized& m, double timeout_s);
 // guards and out-of-bounds checks; on Ok the gradients are in p's buffers.
 WorkerRun run_backward_in_worker(const afz_backward_kernel& k, afz_backward_problem& p, double timeout_s);
 
-// This thread's worker process id, -1 when none runs (tests).
+// The process id of this thread's worker (of a pooled one: limit_workers), -1 when none runs (tests).
 int worker_pid();
-// Ends this thread's worker (the next case starts a fresh one).
+// Ends this thread's worker and the pooled ones (the next case starts a fresh one).
 void stop_worker();
 // A detail that says the kernel did not run for want of a GPU: no CUDA
 // device here, or the one there was lost (is_gpu_lost_detail).

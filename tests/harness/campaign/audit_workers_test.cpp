@@ -33,5 +33,27 @@ TEST(AuditWorkers, OneWorkerPerJobForTheWholeSweep) {
   gpu::stop_worker();
 }
 
+// --gpu-workers 1 (limit_workers): the jobs share one worker, so one CUDA
+// context at most is on the GPU, whatever the jobs.
+TEST(AuditWorkers, LimitWorkersCapsTheWorkersOfAllJobs) {
+  testing::PlantedKernel gpu_kernel{"planted.gpu", ~uint32_t(AFZ_CAP_NONDETERMINISTIC)};
+  gpu::stop_worker();
+  if (gpu::gpu_unavailable_reason().empty()) GTEST_SKIP() << "a GPU is present: the cases would run";
+  gpu::stop_worker();
+  gpu::limit_workers(1);
+  AuditOptions o;
+  o.kernels = {{&gpu_kernel.k, "builtin"}};
+  o.jobs = 4;
+  o.shards = 200;
+  o.time_s = 0;
+  const Runner runner{RunOptions{}};
+  const int64_t before = gpu::workers_started();
+  const Report r = run_audit(o, runner);
+  EXPECT_GT(r.run.cases, 8 * o.jobs);
+  EXPECT_EQ(gpu::workers_started() - before, 1);
+  gpu::stop_worker();
+  gpu::limit_workers(0);
+}
+
 }  // namespace
 }  // namespace afz
