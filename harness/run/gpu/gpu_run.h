@@ -2,10 +2,11 @@
 // crashing adapter never ends the campaign.
 //
 // Each harness thread owns one worker (or borrows one of a fixed number:
-// limit_workers), started on first use and kept for later cases: its CUDA context, device allocations and loaded modules are
-// reused.  A case that kills it (signal, sticky CUDA error) or outlives the
-// per-case timeout (the worker is then killed) becomes a crash or hang
-// verdict, and the next case starts a fresh worker.
+// limit_workers), started on first use and kept for later cases: its CUDA
+// context, device allocations and loaded modules are reused.  A case that
+// kills it (signal, sticky CUDA error) or outlives the per-case timeout (the
+// worker is then killed) becomes a crash or hang verdict, and the next case
+// starts a fresh worker.
 //
 // CUDA contexts do not survive fork(), so the harness process itself never
 // calls CUDA.  attnfuzz starts workers by fork + exec of its own binary
@@ -78,7 +79,8 @@ WorkerRun run_in_worker(const afz_kernel& k, Materialized& m, double timeout_s);
 // guards and out-of-bounds checks; on Ok the gradients are in p's buffers.
 WorkerRun run_backward_in_worker(const afz_backward_kernel& k, afz_backward_problem& p, double timeout_s);
 
-// The process id of this thread's worker (of a pooled one: limit_workers), -1 when none runs (tests).
+// This thread's worker process id (a pooled one's under limit_workers),
+// -1 when none runs (tests).
 int worker_pid();
 // Ends this thread's worker and the pooled ones (the next case starts a fresh one).
 void stop_worker();
