@@ -2,8 +2,8 @@
 # cuDNN direct's backward (`cudnn.sdpa [bwd]`, issue 14) on PyTorch's cuDNN, alone on the
 # H200: the cells the report folders of DIR/cudnn_bwd_covered.txt leave, then every case
 # it saved re-run (`attnfuzz --determinism repro`).  For a short call: the sweep stops
-# DEADLINE_SECONDS - 45 s after the start, and the report folder is written under $OUT as
-# the audit goes, so a call cut short still brings back what it did.
+# DEADLINE_SECONDS - 45 s after the start; results stay under $OUT (the corpus written as
+# cases fail, the report when the sweep stops), so a call cut short brings back what it did.
 # Usage: COVERED=DIR reports/h200_cudnn_bwd.sh DEADLINE_SECONDS [JOBS]
 set -u
 deadline=$((SECONDS + ${1:-120}))
