@@ -10,12 +10,9 @@ deadline=$((SECONDS + ${1:-120}))
 . "$(dirname "$0")/h200_lib.sh"
 h200_begin cudnn_bwd
 export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
-covered=$(unpack_reports /tmp/covered_cudnn $(cat "${COVERED:?COVERED=DIR}/cudnn_bwd_covered.txt"))
 sweep=$(($(left) - 45))
 step "cudnn.sdpa [bwd], ${2:-8} jobs, sweep time $sweep s"
-timeout -k 10 $((sweep + 30)) $AF audit --pass bwd --kernel cudnn.sdpa --shard 0/1 --skip-covered $covered \
-  --sweep-time "$sweep" --time 2 --jobs "${2:-8}" --minimize-time 2 --minimize-budget 10 \
-  --out "$R/cudnn_bwd" > "$R/cudnn_bwd.log" 2>&1
-echo "audit rc=$?"; grep -A8 '^cudnn.sdpa \[bwd\]:' "$R/cudnn_bwd.log" | grep -v 'unsupported cases'
+audit_cudnn_bwd cudnn_bwd "${2:-8}" "$sweep" 10 "${COVERED:?COVERED=DIR}/cudnn_bwd_covered.txt"
+tail -1 "$R/cudnn_bwd.log"; grep -A8 '^cudnn.sdpa \[bwd\]:' "$R/cudnn_bwd.log" | grep -v 'unsupported cases'
 REPRO_JOBS=${2:-8} repro cudnn_bwd "$R/cudnn_bwd/corpus/*.case"
 step done

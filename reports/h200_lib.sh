@@ -44,6 +44,15 @@ unpack_reports() {  # dest dir...
     echo "$dest/$n"
   done
 }
+# cuDNN direct's backward (`cudnn.sdpa [bwd]`) over the cells that the report folders of a
+# list file leave, into $R/NAME (log $R/NAME.log); ATTNFUZZ_CUDNN_LIB picks the library.
+audit_cudnn_bwd() {  # name jobs sweep-seconds minimize-budget-seconds list-file
+  local covered
+  covered=$(unpack_reports "/tmp/covered_$1" $(cat "$5"))
+  timeout -k 20 $(($3 + 70)) $AF audit --pass bwd --kernel cudnn.sdpa --shard 0/1 --skip-covered $covered \
+    --sweep-time "$3" --time 4 --jobs "$2" --minimize-time 2 --minimize-budget "$4" --out "$R/$1" > "$R/$1.log" 2>&1
+  echo "$1 audit rc=$?" >> "$R/$1.log"
+}
 # Every case of the globs (or of a list file: "@FILE", one path a line) re-run
 # with `attnfuzz --determinism repro`, twice each for identical bits, until
 # the deadline; results in $R/repro_NAME.txt.

@@ -71,15 +71,11 @@ phase() {  # name kernels rows-regex jobs seconds-to-leave [gpu-workers]
 }
 side_pid=
 if [ "$pass" = bwd ] && [ -n "${CUDNN_SIDE:-}" ]; then
-  cudnn_covered=$(unpack_reports /tmp/covered_cudnn $(cat "$COVERED/cudnn_bwd_covered.txt"))
   # It stops with the first phase: the time left less the re-runs' share (REPRO_S) and
   # the report's.
   side_s=$(($(left) - 80 - ${REPRO_S:-120}))
   step "beside the phases: cudnn.sdpa [bwd] on PyTorch's cuDNN, $CUDNN_SIDE jobs, sweep time $side_s s"
-  ( timeout -k 20 $((side_s + 70)) $AF audit --pass bwd --kernel cudnn.sdpa --shard 0/1 --skip-covered $cudnn_covered \
-      --sweep-time "$side_s" --time 4 --jobs "$CUDNN_SIDE" --minimize-time 2 --minimize-budget 20 \
-      --out "$R/cudnn_bwd" > "$R/cudnn_bwd.log" 2>&1
-    echo "cudnn_bwd audit rc=$?" >> "$R/cudnn_bwd.log" ) &
+  audit_cudnn_bwd cudnn_bwd "$CUDNN_SIDE" "$side_s" 20 "$COVERED/cudnn_bwd_covered.txt" &
   side_pid=$!
 fi
 done_dirs=()

@@ -359,7 +359,7 @@ class WorkerPool {
 
   void resize(int n) {
     std::unique_lock<std::mutex> lock(mu_);
-    idle_.wait(lock, [&] { return lent_ == 0; });
+    idle_.wait(lock, [&] { return none_lent(); });
     clients_.clear();  // each ends its worker
     free_.clear();
     for (int i = 0; i < n; ++i) {
@@ -374,7 +374,6 @@ class WorkerPool {
     idle_.wait(lock, [&] { return !free_.empty(); });
     WorkerClient* c = free_.back();
     free_.pop_back();
-    ++lent_;
     return c;
   }
 
@@ -382,23 +381,23 @@ class WorkerPool {
     {
       std::lock_guard<std::mutex> lock(mu_);
       free_.push_back(c);
-      --lent_;
     }
     idle_.notify_all();
   }
 
   void shut_down_all() {
     std::unique_lock<std::mutex> lock(mu_);
-    idle_.wait(lock, [&] { return lent_ == 0; });
+    idle_.wait(lock, [&] { return none_lent(); });
     for (auto& c : clients_) c->shut_down();
   }
 
  private:
+  bool none_lent() const { return free_.size() == clients_.size(); }
+
   std::mutex mu_;
   std::condition_variable idle_;
   std::vector<std::unique_ptr<WorkerClient>> clients_;
   std::vector<WorkerClient*> free_;
-  int lent_ = 0;
   std::atomic<int> size_{0};
 };
 
