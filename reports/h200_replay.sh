@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Replays stretches of earlier audits in ONE worker (--jobs 1), to tell a kernel whose
+# verdict depends on what ran before it in the same process (a cache, the allocator's
+# leftovers) from one that is merely intermittent; then re-runs listed saved cases.
+# One device-tool command; results in $OUT/replay.tgz.
+# Usage: reports/h200_replay.sh DEADLINE_SECONDS PLAN_FILE
+#   PLAN_FILE lines, run in order:
+#     audit NAME COVERED_LIST ROWS_REGEX CELLS   the 5-kernel libtorch backward audit of
+#        the cells CELLS (A-B) that COVERED_LIST's folders leave, rows ROWS_REGEX: the same
+#        cells, in the same order, as the audit that met the case, but all in one worker
+#     repro NAME CORPUS_TAR LIST                 the cases LIST names (file names, one a line)
+#        from the packed corpus CORPUS_TAR, one job (they fault)
+# attnfuzz is carried in .carry/; the plugin is built here.
+set -u
+deadline=$((SECONDS + ${1:?DEADLINE_SECONDS}))
+plan=${2:?PLAN_FILE}
+. "$(dirname "$0")/h200_lib.sh"
+h200_begin replay
+export OMP_NUM_THREADS=1
+start_samplers 10
+build_torch_plugin 8
+[ -n "$TL" ] || { step "no libtorch plugin: nothing run"; exit 1; }
+export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
+T=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
+exec 3< "$plan"
+while read -r -u 3 kind name a b c; do
+  case "$kind" in
+    audit)
+      step "replay $name: cells $c of rows '$b', the folders of $a skipped, one job ($(left) s left)"
+      covered=$(unpack_reports "/tmp/covered_$name" $(cat "$a"))
+      timeout -k 20 $(($(left) - 30)) $AF --kernel-lib "$TL" audit --pass bwd --kernel "$T" --cells "$c" --rows "$b" \
+        --skip-covered $covered --time 4 --jobs 1 --minimize-time 1 --minimize-budget 5 --out "$R/$name" > "$R/$name.log" 2>&1
+      echo "replay $name rc=$?: $(grep -m1 'cases in' "$R/$name.log")"
+      grep -h '^  F[0-9]' "$R/$name.log" | head -40 ;;
+    repro)
+      step "re-run $name: the cases of $b from $a, one job ($(left) s left)"
+      mkdir -p "/tmp/$name" && tar xJf "$a" -C "/tmp/$name"
+      sed "s|^|/tmp/$name/corpus/|" "$b" > "/tmp/$name.list"
+      REPRO_JOBS=1 repro "$name" "@/tmp/$name.list" --kernel-lib "$TL"
+      grep -o '\[bwd\]: [a-z_]*' "$R/repro_$name.txt" | sort | uniq -c ;;
+    ''|'#'*) ;;
+    *) echo "plan line not understood: $kind" ;;
+  esac
+done
+kill "${samplers[@]}" 2>/dev/null
+gpu_loss_report
+step done
