@@ -26,7 +26,9 @@
 #   can time out (run 9 lost the GPU after those timeouts at 4 jobs; run 10 at 1 job took
 #   more faults, kept the GPU and swept 3.9 cells/s against 4 jobs' 3.0).  FAULT_GPU_WORKERS
 #   (unset): `--gpu-workers N` for them, e.g. FAULT_JOBS=4 FAULT_GPU_WORKERS=1: one CUDA
-#   context, as with one job, while four jobs judge (not yet measured on the H200).
+#   context, as with one job, while four jobs judge.  Measured on the backward's faulting
+#   rows (reports/backward/README.md, session 6): 1.0 cells/s with FAULT_JOBS=4
+#   FAULT_GPU_WORKERS=1 against 1.5 with one job, both keeping the GPU: leave it unset.
 #   REPRO_S (120): seconds the faulting phase leaves for the re-runs.
 #   NOFAULT_KEEP (0): seconds the first phase leaves (for the re-runs, when it cannot finish).
 #   CUDNN_SIDE=JOBS (PASS=bwd only): cuDNN direct's backward (`cudnn.sdpa [bwd]`, PyTorch's
