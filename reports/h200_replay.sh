@@ -10,6 +10,9 @@
 #        cells, in the same order, as the audit that met the case, but all in one worker
 #     repro NAME CORPUS_TAR LIST                 the cases LIST names (file names, one a line)
 #        from the packed corpus CORPUS_TAR, one job (they fault)
+#     dump NAME CORPUS LIST                      the same cases (CORPUS: a packed corpus or a
+#        corpus folder) once more with `repro --dump-tensors`: their tensors and the kernel's
+#        dQ, dK, dV as .npy files in NAME/<case>/, to be examined on the CPU machine
 # attnfuzz is carried in .carry/; the plugin is built here.
 set -u
 deadline=$((SECONDS + ${1:?DEADLINE_SECONDS}))
@@ -38,6 +41,14 @@ while read -r -u 3 kind name a b c; do
       sed "s|^|/tmp/$name/corpus/|" "$b" > "/tmp/$name.list"
       REPRO_JOBS=1 repro "$name" "@/tmp/$name.list" --kernel-lib "$TL"
       grep -o '\[bwd\]: [a-z_]*' "$R/repro_$name.txt" | sort | uniq -c ;;
+    dump)
+      step "dump $name: the cases of $b from $a with the kernel's gradients ($(left) s left)"
+      if [ -d "$a" ]; then src=$a; else mkdir -p "/tmp/$name" && tar xJf "$a" -C "/tmp/$name" && src=/tmp/$name/corpus; fi
+      mapfile -t cases < <(sed "s|^|$src/|" "$b")
+      timeout -k 10 $(($(left) - 10)) $AF --kernel-lib "$TL" repro --dump-tensors "$R/$name" "${cases[@]}" \
+        > "$R/dump_$name.txt" 2>&1
+      echo "dump $name rc=$?: $(ls "$R/$name" 2>/dev/null | wc -l) of ${#cases[@]} cases written"
+      grep '\[bwd\]: ' "$R/dump_$name.txt" ;;
     ''|'#'*) ;;
     *) echo "plan line not understood: $kind" ;;
   esac

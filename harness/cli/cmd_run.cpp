@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <iterator>
 #include <mutex>
 #include <thread>
@@ -40,6 +41,7 @@ struct RunArgs {
   std::string backward_kernel;  // "": the backward kernel of the forward kernel's name
   std::vector<std::string> files;
   int jobs = 1;  // files run at once, each on its own thread (and GPU worker)
+  std::string dump_dir;  // "": none; else each backward case's tensors in DUMP/<file stem>/
 };
 
 // The backward oracles, made once per command: the fast double tier, with
@@ -60,6 +62,12 @@ struct FileResult {
 // `unsupported` for want of a GPU is not a verdict on the case: the case did not run.
 bool ran_without_device(const afz_caps& caps, const Verdict& v) {
   return (caps.flags & AFZ_CAP_GPU) && v.cls == VerdictClass::Unsupported && gpu::is_no_device_detail(v.detail);
+}
+
+// Where --dump-tensors puts one file's tensors: a folder named after the
+// case file (its hash-named stem keeps saved failures apart).
+std::string dump_dir_of(const std::string& root, const std::string& file) {
+  return (std::filesystem::path(root) / std::filesystem::path(file).stem()).string();
 }
 
 // Runs one file against the named kernel (or the one the file records),
@@ -88,6 +96,8 @@ FileResult run_file(const std::string& file, const RunArgs& a, std::optional<Pas
   if (pass != Pass::Fwd && !bk)
     return bad(fmt::format("{}: no backward kernel '{}' for --pass {} (see `attnfuzz kernels`{})", file, backward_name,
                            pass_name(pass), a.backward_kernel.empty() ? "; --backward-kernel names another" : ""));
+  if (!a.dump_dir.empty() && !bk)
+    return bad(file + ": --dump-tensors: writes the backward's tensors; this file runs --pass fwd");
   try {
     if (k) {
       const CaseOutcome o = runner.run(*k, *c);
@@ -98,7 +108,8 @@ FileResult run_file(const std::string& file, const RunArgs& a, std::optional<Pas
     if (bk) {
       if (!backward_oracles) backward_oracles.emplace();
       const BackwardOutcome o = run_backward_case(*bk, *c, *backward_oracles->fast, backward_oracles->precise.get(),
-                                                  runner.options().check_determinism, timeout_s);
+                                                  runner.options().check_determinism, timeout_s,
+                                                  a.dump_dir.empty() ? "" : dump_dir_of(a.dump_dir, file));
       format_outcome(r.out, file, backward_label(bk->name), o.verdict, repro_flags);
       r.failed |= is_failure(o.verdict.cls);
       r.not_run |= ran_without_device(bk->caps, o.verdict);
@@ -154,6 +165,12 @@ int run_files(const Globals& g, const RunArgs& a) {
   return bad_input || not_run > 0 ? kExitBadInput : kExitOk;
 }
 
+void add_dump_option(CLI::App* sub, RunArgs& args) {
+  sub->add_option("--dump-tensors", args.dump_dir,
+                  "backward: write each case's inputs, the O and LSE given, the exact and the kernel's dQ, dK, dV as "
+                  ".npy files into DIR/<case file stem>/ (harness/case/tensor_dump.h)");
+}
+
 }  // namespace
 
 std::optional<Pass> parse_pass_flag(const std::string& flag) {
@@ -171,6 +188,7 @@ Action add_run_command(CLI::App& app, Globals& g) {
                   "the backward kernel of --pass bwd|both (default: the one named like --kernel)");
   sub->add_option("cases", args->files, "case files")->required();
   sub->add_option("--jobs,-j", args->jobs, "files run at once (output stays in file order)")->capture_default_str();
+  add_dump_option(sub, *args);
   return [&g, args]() { return run_files(g, *args); };
 }
 
@@ -183,6 +201,7 @@ Action add_repro_command(CLI::App& app, Globals& g) {
                   "the backward kernel of --pass bwd|both (default: the one named like the kernel)");
   sub->add_option("files", args->files, "case files")->required();
   sub->add_option("--jobs,-j", args->jobs, "files run at once (output stays in file order)")->capture_default_str();
+  add_dump_option(sub, *args);
   return [&g, args]() { return run_files(g, *args); };
 }
 

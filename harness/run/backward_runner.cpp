@@ -7,6 +7,7 @@
 #include "harness/case/backward_problem.h"
 #include "harness/case/case_io.h"
 #include "harness/case/generators.h"
+#include "harness/case/tensor_dump.h"
 #include "harness/judge/backward_verdict.h"
 #include "harness/run/gpu/gpu_run.h"
 #include "harness/run/isolate.h"
@@ -44,7 +45,8 @@ std::string failing_gradient(const Verdict& v) {
 }
 
 BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, const BackwardOracle& oracle,
-                                  const BackwardOracle* escalate, bool rerun, double timeout_s) {
+                                  const BackwardOracle* escalate, bool rerun, double timeout_s,
+                                  const std::string& dump_dir) {
   BackwardOutcome out;
   const Stopwatch generate;
   Materialized m(c);
@@ -108,6 +110,7 @@ BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, c
     return run;
   };
   const KernelRun run = run_once();
+  if (!dump_dir.empty()) dump_backward_tensors(dump_dir, bm, r, run.status == RunStatus::Ok);
   switch (run.status) {
     case RunStatus::Ok: break;
     case RunStatus::Unsupported:

@@ -41,9 +41,12 @@ struct NoExactGradients : std::runtime_error {
 // bits, unless the kernel declares AFZ_CAP_NONDETERMINISTIC (atomics).
 // A kernel with AFZ_CAP_GPU runs in this thread's worker process (harness/
 // run/gpu): device pointers, guard margins, `timeout_s` before a hang verdict.
+// With `dump_dir`, the case's tensors, the exact gradients and (where the
+// kernel ran) the kernel's first-run gradients go there as .npy files
+// (harness/case/tensor_dump.h), before the judge.
 BackwardOutcome run_backward_case(const afz_backward_kernel& k, const Case& c, const BackwardOracle& oracle,
                                   const BackwardOracle* escalate, bool rerun = false,
-                                  double timeout_s = kDefaultBackwardTimeoutS);
+                                  double timeout_s = kDefaultBackwardTimeoutS, const std::string& dump_dir = "");
 
 // The gradient a backward failure is in: "dq", "dk" or "dv", the one its
 // detail names (the judge's details start with the element or tensor,

@@ -1,11 +1,8 @@
 // The tensors of a backward case, out and back, for an emulation of PyTorch's
 // math path outside the harness (math_sdpa_emulate.py beside this file):
 //
-//   math_case_io dump CASE DIR   writes DIR/{q,k,v,bias,dout}.npy (float32,
-//                                logical [b][h][s][x], bias [b][hq][i][j] with
-//                                -inf where a key is not visible), the exact
-//                                gradients exact_{dq,dk,dv}.npy (float64) and
-//                                meta.json (shapes, seqlens, scale)
+//   math_case_io dump CASE DIR   writes the case's tensors and exact gradients
+//                                as .npy files (harness/case/tensor_dump.h)
 //   math_case_io judge CASE DIR  reads DIR/emu_{dq,dk,dv}.npy (float32) and
 //                                judges them as torch.math [bwd]'s gradients
 //                                (its declared precision), with and without
@@ -27,6 +24,7 @@
 #include "harness/case/backward_problem.h"
 #include "harness/case/case_file.h"
 #include "harness/case/materialize.h"
+#include "harness/case/tensor_dump.h"
 #include "harness/judge/backward_verdict.h"
 #include "kernels/abi/dtype.h"
 #include "kernels/torch/backend_models.h"
@@ -35,26 +33,6 @@
 namespace {
 
 using afz::BackwardMaterialized;
-
-// NumPy's .npy v1.0: magic, a little-endian header length, a Python dict
-// padded with spaces to a 64-byte boundary, then the raw C-order data.
-template <class T>
-void write_npy(const std::string& path, const std::vector<T>& data, const std::vector<int64_t>& shape) {
-  std::string dims;
-  for (int64_t s : shape) dims += fmt::format("{},", s);
-  static_assert(std::is_floating_point_v<T>);
-  std::string header = fmt::format("{{'descr': '<f{}', 'fortran_order': False, 'shape': ({}), }}", sizeof(T), dims);
-  constexpr size_t kPreamble = 10, kAlign = 64;
-  while ((kPreamble + header.size() + 1) % kAlign) header += ' ';
-  header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  const uint16_t len = uint16_t(header.size());
-  f.write("\x93NUMPY\x01\x00", 8);
-  f.write(reinterpret_cast<const char*>(&len), 2);
-  f << header;
-  f.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size() * sizeof(T)));
-  if (!f) throw std::runtime_error("cannot write " + path);
-}
 
 // Reads a float32 .npy of n elements (C order, little endian).
 std::vector<float> read_npy_f32(const std::string& path, size_t n) {
@@ -91,51 +69,9 @@ Loaded load(const std::string& case_path) {
   return l;
 }
 
-std::vector<double> exact_values(const afz::GradTerms& t) {
-  std::vector<double> out(t.value.size());
-  for (size_t e = 0; e < out.size(); ++e) out[e] = t.value[e].hi + t.value[e].lo;
-  return out;
-}
-
 void dump(const std::string& case_path, const std::string& dir) {
   Loaded l = load(case_path);
-  const afz::Materialized& m = *l.m;
-  const afz_problem& p = m.problem();
-  const afz::LogicalTensors& x = m.logical();
-  const int sq = p.max_seqlen_q, sk = p.max_seqlen_k;
-  auto f32 = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
-  write_npy(dir + "/q.npy", f32(x.q), {p.batch, p.heads_q, sq, p.head_dim});
-  write_npy(dir + "/k.npy", f32(x.k), {p.batch, p.heads_kv, sk, p.head_dim});
-  write_npy(dir + "/v.npy", f32(x.v), {p.batch, p.heads_kv, sk, p.head_dim_v});
-  std::vector<float> bias(size_t(p.batch) * p.heads_q * sq * sk, -INFINITY);
-  std::vector<float> dout(size_t(p.batch) * p.heads_q * sq * p.head_dim_v, 0.0f);
-  const afz_tensor& d = l.bm->dout();
-  for (int b = 0; b < p.batch; ++b)
-    for (int h = 0; h < p.heads_q; ++h)
-      for (int i = 0; i < p.seqlens_q[b]; ++i) {
-        for (int j = 0; j < p.seqlens_k[b]; ++j)
-          if (m.visible(b, h, i, j))
-            bias[((size_t(b) * p.heads_q + h) * sq + i) * sk + j] = float(m.add_mask_at(b, h, i, j));
-        for (int e = 0; e < p.head_dim_v; ++e) {
-          const int64_t off = b * d.stride[0] + h * d.stride[1] + i * d.stride[2] + e * d.stride[3];
-          dout[((size_t(b) * p.heads_q + h) * sq + i) * p.head_dim_v + e] =
-              float(afz::load(d.dtype, static_cast<const uint8_t*>(d.data) + off * afz::size_of(d.dtype)));
-        }
-      }
-  write_npy(dir + "/bias.npy", bias, {p.batch, p.heads_q, sq, sk});
-  write_npy(dir + "/dout.npy", dout, {p.batch, p.heads_q, sq, p.head_dim_v});
-  write_npy(dir + "/exact_dq.npy", exact_values(l.exact.dq), {p.batch, p.heads_q, sq, p.head_dim});
-  write_npy(dir + "/exact_dk.npy", exact_values(l.exact.dk), {p.batch, p.heads_kv, sk, p.head_dim});
-  write_npy(dir + "/exact_dv.npy", exact_values(l.exact.dv), {p.batch, p.heads_kv, sk, p.head_dim_v});
-  std::string lens_q, lens_k;
-  for (int b = 0; b < p.batch; ++b) {
-    lens_q += fmt::format("{}{}", b ? "," : "", p.seqlens_q[b]);
-    lens_k += fmt::format("{}{}", b ? "," : "", p.seqlens_k[b]);
-  }
-  std::ofstream(dir + "/meta.json") << fmt::format(
-      "{{\"dtype\": \"{}\", \"scale\": {:.17g}, \"seqlens_q\": [{}], \"seqlens_k\": [{}], \"max_sigma\": {:.17g}, "
-      "\"max_abs_lse\": {:.17g}}}\n",
-      afz::dtype_name(p.q.dtype), double(p.scale), lens_q, lens_k, l.exact.max_sigma, l.exact.max_abs_lse);
+  afz::dump_backward_tensors(dir, *l.bm, l.exact, /*kernel_ran=*/false);
 }
 
 // A host backward kernel with torch.math's declaration whose run() hands
