@@ -110,6 +110,9 @@ void dump_backward_tensors(const std::string& dir, const BackwardMaterialized& b
     write_npy(dir + "/kernel_dq.npy", kernel_grad(bm, G::Q, p.heads_q, sq, p.head_dim, p.seqlens_q), q_shape);
     write_npy(dir + "/kernel_dk.npy", kernel_grad(bm, G::K, p.heads_kv, sk, p.head_dim, p.seqlens_k), k_shape);
     write_npy(dir + "/kernel_dv.npy", kernel_grad(bm, G::V, p.heads_kv, sk, p.head_dim_v, p.seqlens_k), v_shape);
+  } else {
+    // An earlier dump's gradients into the same folder would read as this run's.
+    for (const char* g : {"dq", "dk", "dv"}) std::filesystem::remove(dir + "/kernel_" + g + ".npy", ec);
   }
   std::string lens_q, lens_k;
   for (int b = 0; b < p.batch; ++b) {
