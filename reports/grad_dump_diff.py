@@ -7,9 +7,10 @@ DUMP_DIR is one case's folder of `attnfuzz repro --dump-tensors DIR` (harness/
 case/tensor_dump.h).  For dQ, dK, dV: the N (default 8) rows with the largest
 |kernel - exact|, each with what the masks leave it: a query row's visible keys
 (0: an emptied row, whose exact gradients are 0), a key row's visible and
-masked query rows.  Then, for every key row with masked query rows, how much of
-the kernel's dV the masked rows' dO would explain with weight 1 (the uniform-P
-reading of an emptied row over one key): a rejection or a lead, not a verdict.
+masked query rows.  Then, for every sequence with one key, how far the kernel's
+dV is from the exact one and from the exact one plus the emptied rows' dO (the
+reading of an emptied row as P = 1 on its only key): a rejection or a lead, not
+a verdict.
 Needs numpy (Debian's python3-numpy).
 """
 import json
@@ -35,11 +36,12 @@ def main(argv):
     hq = bias.shape[1]
     visible = np.isfinite(bias)  # [b][hq][i][j]
     print(f"{d}: {meta['dtype']}, scale {meta['scale']:.9g}, seqlens_q {lens_q}, seqlens_k {lens_k}")
+    kernel = {g: load(d, "kernel_" + g) for g in ("dq", "dk", "dv")}
+    exact = {g: load(d, "exact_" + g) for g in ("dq", "dk", "dv")}
+    group = hq // kernel["dk"].shape[1]  # query heads per K/V head
     for g in ("dq", "dk", "dv"):
-        kern, exact = load(d, "kernel_" + g), load(d, "exact_" + g)
-        hk = kern.shape[1]
-        group = hq // hk
-        err = np.abs(kern - exact)
+        kern, ex = kernel[g], exact[g]
+        err = np.abs(kern - ex)
         err[~np.isfinite(err)] = np.inf
         per_row = err.max(axis=3)  # [b][h][s]
         order = np.argsort(per_row, axis=None)[::-1][:rows]
@@ -60,17 +62,15 @@ def main(argv):
                         f"{int(emptied.sum())} emptied rows in its sequence")
             x = int(np.argmax(err[b, h, s]))
             print(f"  [b={b} h={h} s={s}] max {per_row[b, h, s]:.4g} at x={x} "
-                  f"(kernel {kern[b, h, s, x]:.9g}, exact {exact[b, h, s, x]:.9g}); {what}")
+                  f"(kernel {kern[b, h, s, x]:.9g}, exact {ex[b, h, s, x]:.9g}); {what}")
     # dV of a sequence with one key: its exact value sums dO over the rows that see the key;
     # an emptied row read as P = 1 adds its dO too.
-    kern_dv, exact_dv = load(d, "kernel_dv"), load(d, "exact_dv")
-    hk = kern_dv.shape[1]
-    group = hq // hk
+    kern_dv, exact_dv = kernel["dv"], exact["dv"]
     print("\ndV of the one-key sequences, the emptied rows' dO added with weight 1:")
     for b, (sq, sk) in enumerate(zip(lens_q, lens_k)):
         if sk != 1 or sq == 0:
             continue
-        for h in range(hk):
+        for h in range(kern_dv.shape[1]):
             heads = slice(h * group, (h + 1) * group)
             emptied = ~visible[b, heads, :sq, 0]
             with_emptied = exact_dv[b, h, 0] + (dout[b, heads, :sq] * emptied[..., None]).sum(axis=(0, 1))

@@ -44,30 +44,24 @@ std::vector<double> exact_values(const GradTerms& t) {
   return out;
 }
 
-// An input tensor in its own dtype and strides, as logical float32
-// [b][heads][s][dim]; rows past a sequence's length stay 0.
-std::vector<float> logical_of(const afz_tensor& t, int batch, int heads, int seq, int dim, const int32_t* lens) {
+// A [b][heads][s][dim] tensor as logical float32 from value_at(b, h, s, x);
+// rows past a sequence's length stay 0.
+template <class ValueAt>
+std::vector<float> logical(int batch, int heads, int seq, int dim, const int32_t* lens, ValueAt value_at) {
   std::vector<float> out(size_t(batch) * heads * seq * dim, 0.0f);
   for (int b = 0; b < batch; ++b)
     for (int h = 0; h < heads; ++h)
       for (int s = 0; s < lens[b]; ++s)
-        for (int x = 0; x < dim; ++x) {
-          const int64_t off = b * t.stride[0] + h * t.stride[1] + s * t.stride[2] + x * t.stride[3];
-          out[((size_t(b) * heads + h) * seq + s) * dim + x] =
-              float(load(t.dtype, static_cast<const uint8_t*>(t.data) + off * size_of(t.dtype)));
-        }
+        for (int x = 0; x < dim; ++x) out[((size_t(b) * heads + h) * seq + s) * dim + x] = value_at(b, h, s, x);
   return out;
 }
 
-std::vector<float> kernel_grad(const BackwardMaterialized& bm, BackwardMaterialized::Grad g, int heads, int seq,
-                               int dim, const int32_t* lens) {
-  const afz_problem& p = *bm.problem().fwd;
-  std::vector<float> out(size_t(p.batch) * heads * seq * dim, 0.0f);
-  for (int b = 0; b < p.batch; ++b)
-    for (int h = 0; h < heads; ++h)
-      for (int s = 0; s < lens[b]; ++s)
-        for (int x = 0; x < dim; ++x) out[((size_t(b) * heads + h) * seq + s) * dim + x] = bm.grad_at(g, b, h, s, x);
-  return out;
+// An input tensor in its own dtype and strides.
+auto element_of(const afz_tensor& t) {
+  return [&t](int b, int h, int s, int x) {
+    const int64_t off = b * t.stride[0] + h * t.stride[1] + s * t.stride[2] + x * t.stride[3];
+    return float(load(t.dtype, static_cast<const uint8_t*>(t.data) + off * size_of(t.dtype)));
+  };
 }
 
 }  // namespace
@@ -99,17 +93,18 @@ void dump_backward_tensors(const std::string& dir, const BackwardMaterialized& b
             bp.lse[b * bp.lse_stride[0] + h * bp.lse_stride[1] + i * bp.lse_stride[2]];
       }
   write_npy(dir + "/bias.npy", bias, {p.batch, p.heads_q, sq, sk});
-  write_npy(dir + "/dout.npy", logical_of(bp.dout, p.batch, p.heads_q, sq, p.head_dim_v, p.seqlens_q), o_shape);
-  write_npy(dir + "/o.npy", logical_of(bp.out, p.batch, p.heads_q, sq, p.head_dim_v, p.seqlens_q), o_shape);
+  write_npy(dir + "/dout.npy", logical(p.batch, p.heads_q, sq, p.head_dim_v, p.seqlens_q, element_of(bp.dout)), o_shape);
+  write_npy(dir + "/o.npy", logical(p.batch, p.heads_q, sq, p.head_dim_v, p.seqlens_q, element_of(bp.out)), o_shape);
   write_npy(dir + "/lse.npy", lse, {p.batch, p.heads_q, sq});
   write_npy(dir + "/exact_dq.npy", exact_values(exact.dq), q_shape);
   write_npy(dir + "/exact_dk.npy", exact_values(exact.dk), k_shape);
   write_npy(dir + "/exact_dv.npy", exact_values(exact.dv), v_shape);
   if (kernel_ran) {
     using G = BackwardMaterialized::Grad;
-    write_npy(dir + "/kernel_dq.npy", kernel_grad(bm, G::Q, p.heads_q, sq, p.head_dim, p.seqlens_q), q_shape);
-    write_npy(dir + "/kernel_dk.npy", kernel_grad(bm, G::K, p.heads_kv, sk, p.head_dim, p.seqlens_k), k_shape);
-    write_npy(dir + "/kernel_dv.npy", kernel_grad(bm, G::V, p.heads_kv, sk, p.head_dim_v, p.seqlens_k), v_shape);
+    auto grad = [&bm](G g) { return [&bm, g](int b, int h, int s, int x) { return bm.grad_at(g, b, h, s, x); }; };
+    write_npy(dir + "/kernel_dq.npy", logical(p.batch, p.heads_q, sq, p.head_dim, p.seqlens_q, grad(G::Q)), q_shape);
+    write_npy(dir + "/kernel_dk.npy", logical(p.batch, p.heads_kv, sk, p.head_dim, p.seqlens_k, grad(G::K)), k_shape);
+    write_npy(dir + "/kernel_dv.npy", logical(p.batch, p.heads_kv, sk, p.head_dim_v, p.seqlens_k, grad(G::V)), v_shape);
   } else {
     // An earlier dump's gradients into the same folder would read as this run's.
     for (const char* g : {"dq", "dk", "dv"}) std::filesystem::remove(dir + "/kernel_" + g + ".npy", ec);
