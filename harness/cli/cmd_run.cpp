@@ -1,6 +1,8 @@
 // `attnfuzz run --kernel K CASE...` and `attnfuzz repro FILE...`, through
 // the forward pass, the backward pass (--pass bwd: dQ, dK, dV from dO) or
 // both; a saved failure records its pass, so `repro` needs no flag.
+// `repro --minimize DIR` shrinks each case that fails again and saves the
+// smaller repro there (harness/campaign/minimize_saved.h).
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -12,6 +14,8 @@
 #include <mutex>
 #include <thread>
 
+#include "harness/campaign/corpus.h"
+#include "harness/campaign/minimize_saved.h"
 #include "harness/case/case_file.h"
 #include "harness/cli/commands.h"
 #include "harness/run/gpu/gpu_run.h"
@@ -42,6 +46,16 @@ struct RunArgs {
   std::vector<std::string> files;
   int jobs = 1;  // files run at once, each on its own thread (and GPU worker)
   std::string dump_dir;  // "": none; else each backward case's tensors in DUMP/<file stem>/
+  std::string minimize_dir;  // "": none; else each failing case minimized into this corpus folder
+  MinimizeOptions minimize_options;
+};
+
+// Where `repro --minimize` saves: one corpus shared by the jobs, written
+// one save at a time (each minimization runs outside the lock).
+struct MinimizeTarget {
+  explicit MinimizeTarget(Corpus c) : corpus(std::move(c)) {}
+  Corpus corpus;
+  std::mutex mu;
 };
 
 // The backward oracles, made once per command: the fast double tier, with
@@ -72,8 +86,32 @@ std::string dump_dir_of(const std::string& root, const std::string& file) {
 
 // Runs one file against the named kernel (or the one the file records),
 // through the pass asked for (or the one the file records).
+// The failing case c through `slot` shrunk and saved into the target's
+// corpus; what it gave as lines under the file's verdict block.
+void minimize_into(std::string& out, const std::string& file, const CampaignKernel& slot, const Case& c,
+                   const Verdict& v, const Runner& runner, const RunArgs& a, MinimizeTarget& target) {
+  const MinimizedFailure m = minimize_saved_failure(slot, runner, c, v, file, a.minimize_options);
+  std::string path, error;
+  std::optional<Corpus::Saved> saved;
+  {
+    const std::lock_guard<std::mutex> lock(target.mu);
+    saved = target.corpus.save(m.repro, m.signature, m.raw_signature, &path, &error);
+  }
+  if (!saved) throw std::runtime_error("--minimize: " + error);
+  auto to = std::back_inserter(out);
+  const MinimizeResult& r = m.minimized;
+  fmt::format_to(to, "  minimized: {} -> {} input elements in {} runs, {:.1f} s{}: {}{}\n", r.from.elements,
+                 r.to.elements, r.runs, r.seconds, r.exhausted ? " (budget spent)" : "", verdict_name(m.verdict.cls),
+                 m.verdict.detail.empty() ? "" : " (" + m.verdict.detail + ")");
+  if (m.verdict.worst.valid) fmt::format_to(to, "    worst {}\n", m.verdict.worst.format());
+  if (*saved == Corpus::Saved::KeptExisting)
+    fmt::format_to(to, "    the corpus already holds a repro of its signature no larger than it\n");
+  fmt::format_to(to, "    repro: {}\n", repro_command_line(slot.origin, runner.options(), path, m.verdict.cls));
+}
+
 FileResult run_file(const std::string& file, const RunArgs& a, std::optional<Pass> forced, const KernelRegistry& reg,
-                    const Runner& runner, std::optional<BackwardOracles>& backward_oracles, double timeout_s) {
+                    const Runner& runner, std::optional<BackwardOracles>& backward_oracles, double timeout_s,
+                    MinimizeTarget* minimize) {
   FileResult r;
   auto bad = [&](const std::string& line) {
     r.err += line + "\n";
@@ -103,6 +141,12 @@ FileResult run_file(const std::string& file, const RunArgs& a, std::optional<Pas
       const CaseOutcome o = runner.run(*k, *c);
       format_outcome(r.out, file, k->name, o.verdict, repro_flags);
       r.failed |= is_failure(o.verdict.cls);
+      if (minimize && is_failure(o.verdict.cls)) {
+        CampaignKernel slot;
+        slot.kernel = k;
+        slot.origin = reg.entry(name)->origin;
+        minimize_into(r.out, file, slot, *c, o.verdict, runner, a, *minimize);
+      }
       r.not_run |= ran_without_device(k->caps, o.verdict);
     }
     if (bk) {
@@ -112,6 +156,9 @@ FileResult run_file(const std::string& file, const RunArgs& a, std::optional<Pas
                                                   a.dump_dir.empty() ? "" : dump_dir_of(a.dump_dir, file));
       format_outcome(r.out, file, backward_label(bk->name), o.verdict, repro_flags);
       r.failed |= is_failure(o.verdict.cls);
+      if (minimize && is_failure(o.verdict.cls))
+        minimize_into(r.out, file, backward_campaign_kernel(*bk, reg.backward_entry(backward_name)->origin), *c,
+                      o.verdict, runner, a, *minimize);
       r.not_run |= ran_without_device(bk->caps, o.verdict);
     }
   } catch (const std::exception& e) {
@@ -129,6 +176,13 @@ int run_files(const Globals& g, const RunArgs& a) {
   const KernelRegistry reg = g.registry();
   const Runner runner(g.run_options());
   const size_t n = a.files.size();
+  std::optional<MinimizeTarget> minimize;
+  if (!a.minimize_dir.empty()) {
+    std::string error;
+    std::optional<Corpus> corpus = Corpus::open(a.minimize_dir, &error);
+    if (!corpus) throw BadInput{"--minimize: " + error};
+    minimize.emplace(std::move(*corpus));
+  }
   std::vector<std::optional<FileResult>> results(n);
   std::mutex mu;
   size_t printed = 0;
@@ -138,7 +192,8 @@ int run_files(const Globals& g, const RunArgs& a) {
   auto worker = [&] {
     std::optional<BackwardOracles> backward_oracles;  // per thread: made on its first backward file
     for (size_t i; (i = next.fetch_add(1)) < n;) {
-      FileResult r = run_file(a.files[i], a, forced, reg, runner, backward_oracles, g.timeout_s);
+      FileResult r = run_file(a.files[i], a, forced, reg, runner, backward_oracles, g.timeout_s,
+                              minimize ? &*minimize : nullptr);
       const std::lock_guard<std::mutex> lock(mu);
       results[i] = std::move(r);
       for (; printed < n && results[printed]; ++printed) {
@@ -202,6 +257,15 @@ Action add_repro_command(CLI::App& app, Globals& g) {
   sub->add_option("files", args->files, "case files")->required();
   sub->add_option("--jobs,-j", args->jobs, "files run at once (output stays in file order)")->capture_default_str();
   add_dump_option(sub, *args);
+  sub->add_option("--minimize", args->minimize_dir,
+                  "shrink each case that fails again (same kernel, verdict and gradient) and save the smaller repro "
+                  "in this corpus folder, one per signature");
+  sub->add_option("--minimize-runs", args->minimize_options.max_runs, "kernel runs per minimization")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--minimize-time", args->minimize_options.max_seconds, "seconds per minimization")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   return [&g, args]() { return run_files(g, *args); };
 }
 

@@ -1,0 +1,65 @@
+#include "harness/campaign/minimize_saved.h"
+
+#include <fmt/format.h>
+
+#include "harness/campaign/corpus.h"
+#include "harness/judge/signature.h"
+
+namespace afz {
+namespace {
+
+// Provenance lines that describe one verdict of one case: the minimized
+// case gets its own, and the corpus writes its signature lines itself.
+// Earlier "minimized ..." lines stay: the history of the repro.
+bool describes_the_old_verdict(const std::string& line) {
+  for (std::string_view key : {"verdict ", "worst ", "pass "})
+    if (line.starts_with(key)) return true;
+  return line.starts_with(kProvSignature) || line.starts_with(kProvSeenAs) || line.starts_with(kProvSeenAsMore);
+}
+
+// One provenance entry is one line: control characters become blanks.
+std::string one_line(std::string s) {
+  for (char& ch : s)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
+  return s;
+}
+
+}  // namespace
+
+MinimizedFailure minimize_saved_failure(const CampaignKernel& slot, const Runner& runner, const Case& start,
+                                        const Verdict& first, const std::string& source,
+                                        const MinimizeOptions& options) {
+  const VerdictClass cls = first.cls;
+  const std::string gradient = failure_gradient(slot, first);
+  // A nondeterministic verdict shows only when the case runs twice.
+  const bool rerun = runner.options().check_determinism || cls == VerdictClass::Nondeterministic;
+  MinimizedFailure out;
+  out.verdict = first;
+  auto still_fails = [&](const Case& cand) {
+    const CaseOutcome o = run_campaign_kernel(slot, runner, cand, rerun);
+    if (o.verdict.cls != cls || failure_gradient(slot, o.verdict) != gradient) return false;
+    out.verdict = o.verdict;  // the verdict of the case minimize keeps
+    return true;
+  };
+  out.minimized = minimize_case(start, still_fails, options);
+
+  Case& best = out.repro;
+  best = out.minimized.best;
+  stamp_failure_case(slot, best);
+  std::erase_if(best.provenance, describes_the_old_verdict);
+  const MinimizeResult& m = out.minimized;
+  best.provenance.push_back(one_line(fmt::format("minimized by attnfuzz {} repro --minimize on {} from {}",
+                                                 kAttnfuzzVersion, utc_now(), source)));
+  if (slot.backward) best.provenance.push_back("pass bwd" + (gradient.empty() ? "" : " gradient " + gradient));
+  best.provenance.push_back(one_line(fmt::format("verdict {}{}", verdict_name(cls),
+                                                 out.verdict.detail.empty() ? "" : ": " + out.verdict.detail)));
+  if (out.verdict.worst.valid) best.provenance.push_back(one_line("worst " + out.verdict.worst.format()));
+  best.provenance.push_back(fmt::format("minimized from {} to {} input elements in {} runs{}", m.from.elements,
+                                        m.to.elements, m.runs, m.exhausted ? " (budget spent)" : ""));
+
+  out.signature = signature_of(slot.kernel->name, cls, best, gradient).text();
+  out.raw_signature = signature_of(slot.kernel->name, cls, start, gradient).text();
+  return out;
+}
+
+}  // namespace afz
