@@ -13,6 +13,9 @@
 #     dump NAME CORPUS LIST                      the same cases (CORPUS: a packed corpus or a
 #        corpus folder) once more with `repro --dump-tensors`: their tensors and the kernel's
 #        dQ, dK, dV as .npy files in NAME/<case>/, to be examined on the CPU machine
+#     minimize NAME CORPUS LIST JOBS SECONDS     the same cases through `repro --minimize NAME/`
+#        (JOBS at a time, SECONDS per minimization: reports/pick_minimize.py writes these
+#        lines), then every repro saved there run again with `repro`: the confirmation
 # attnfuzz is carried in .carry/; the plugin is built here.
 set -u
 deadline=$((SECONDS + ${1:?DEADLINE_SECONDS}))
@@ -26,7 +29,7 @@ build_torch_plugin 8
 export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
 T=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
 exec 3< "$plan"
-while read -r -u 3 kind name a b c; do
+while read -r -u 3 kind name a b c d; do
   case "$kind" in
     audit)
       step "replay $name: cells $c of rows '$b', the folders of $a skipped, one job ($(left) s left)"
@@ -49,6 +52,21 @@ while read -r -u 3 kind name a b c; do
         > "$R/dump_$name.txt" 2>&1
       echo "dump $name rc=$?: $(ls "$R/$name" 2>/dev/null | wc -l) of ${#cases[@]} cases written"
       grep '\[bwd\]: ' "$R/dump_$name.txt" ;;
+    minimize)
+      step "minimize $name: the cases of $b from $a, $c at a time, $d s each ($(left) s left)"
+      [ "$(left)" -gt 45 ] || { echo "no time"; continue; }
+      if [ -d "$a" ]; then src=$a; else mkdir -p "/tmp/$name" && tar xJf "$a" -C "/tmp/$name" && src=/tmp/$name/corpus; fi
+      mapfile -t cases < <(sed "s|^|$src/|" "$b")
+      # A kill at the deadline loses the minimization in progress only: each repro is saved
+      # (atomically) as its file finishes.
+      timeout -k 10 $(($(left) - 25)) $AF --kernel-lib "$TL" repro -j "$c" --minimize "$R/$name" --minimize-time "$d" \
+        "${cases[@]}" > "$R/minimize_$name.txt" 2>&1
+      echo "minimize $name rc=$?: $(grep -c '^  minimized: ' "$R/minimize_$name.txt") of ${#cases[@]} cases minimized"
+      if ls "$R/$name"/*.case > /dev/null 2>&1; then
+        timeout -k 5 $(($(left) - 10)) $AF --kernel-lib "$TL" repro -j "$c" "$R/$name"/*.case > "$R/confirm_$name.txt" 2>&1
+        echo "confirm $name rc=$?: $(grep -v '^ ' "$R/confirm_$name.txt" | sed -E 's/^[^ ]+: [^:]+: ([a-z_]+).*/\1/' |
+          sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+      fi ;;
     ''|'#'*) ;;
     *) echo "plan line not understood: $kind" ;;
   esac
