@@ -84,8 +84,6 @@ std::string dump_dir_of(const std::string& root, const std::string& file) {
   return (std::filesystem::path(root) / std::filesystem::path(file).stem()).string();
 }
 
-// Runs one file against the named kernel (or the one the file records),
-// through the pass asked for (or the one the file records).
 // The failing case c through `slot` shrunk and saved into the target's
 // corpus; what it gave as lines under the file's verdict block.
 void minimize_into(std::string& out, const std::string& file, const CampaignKernel& slot, const Case& c,
@@ -109,6 +107,8 @@ void minimize_into(std::string& out, const std::string& file, const CampaignKern
   fmt::format_to(to, "    repro: {}\n", repro_command_line(slot.origin, runner.options(), path, m.verdict.cls));
 }
 
+// Runs one file against the named kernel (or the one the file records),
+// through the pass asked for (or the one the file records).
 FileResult run_file(const std::string& file, const RunArgs& a, std::optional<Pass> forced, const KernelRegistry& reg,
                     const Runner& runner, std::optional<BackwardOracles>& backward_oracles, double timeout_s,
                     MinimizeTarget* minimize) {
