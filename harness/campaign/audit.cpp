@@ -517,10 +517,7 @@ std::string Audit::failure(size_t k, const SweepWork& w, VerdictClass cls, int64
       "kernel " + f.kernel,
       fmt::format("audit seed {} cell {} x {} case {}", o_.seed, rows_[r].name(), f.generator, n),
   };
-  for (const std::string& line : failure_provenance(f, ""))
-    if (line.starts_with("pass ") || line.starts_with("verdict ") || line.starts_with("worst ") ||
-        line.starts_with("minimized "))
-      best.provenance.push_back(line);
+  for (const std::string& line : verdict_provenance(f)) best.provenance.push_back(line);
   if (corpus_) {
     std::string path, error;
     const std::optional<Corpus::Saved> saved = corpus_->save(best, f.signature, raw, &path, &error);

@@ -478,6 +478,15 @@ std::vector<std::string> failure_provenance(const ReportFailure& f, const std::s
   return p;
 }
 
+std::vector<std::string> verdict_provenance(const ReportFailure& f) {
+  std::vector<std::string> p = failure_provenance(f, "");
+  std::erase_if(p, [](const std::string& line) {
+    return !(line.starts_with("pass ") || line.starts_with("verdict ") || line.starts_with("worst ") ||
+             line.starts_with("minimized "));
+  });
+  return p;
+}
+
 ReplayResult replay_corpus(const ReplayOptions& o, const KernelRegistry& registry, const Runner& runner,
                            std::FILE* out, std::FILE* err) {
   auto say = [](std::FILE* f, const std::string& line) {

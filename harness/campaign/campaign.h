@@ -143,6 +143,10 @@ ReplayResult replay_corpus(const ReplayOptions& options, const KernelRegistry& r
 
 // The provenance lines of a saved failure.
 std::vector<std::string> failure_provenance(const ReportFailure& f, const std::string& date_utc);
+// Those of them that describe its verdict (pass, verdict, worst element,
+// minimization): what an audit or a later minimization writes under its own
+// "found by" lines.
+std::vector<std::string> verdict_provenance(const ReportFailure& f);
 
 // The current UTC time as ISO 8601 ("2025-01-31T12:00:00Z").
 std::string utc_now();

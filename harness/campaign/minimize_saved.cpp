@@ -17,13 +17,6 @@ bool describes_the_old_verdict(const std::string& line) {
   return line.starts_with(kProvSignature) || line.starts_with(kProvSeenAs) || line.starts_with(kProvSeenAsMore);
 }
 
-// One provenance entry is one line: control characters become blanks.
-std::string one_line(std::string s) {
-  for (char& ch : s)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
-  return s;
-}
-
 }  // namespace
 
 MinimizedFailure minimize_saved_failure(const CampaignKernel& slot, const Runner& runner, const Case& start,
@@ -48,14 +41,19 @@ MinimizedFailure minimize_saved_failure(const CampaignKernel& slot, const Runner
   stamp_failure_case(slot, best);
   std::erase_if(best.provenance, describes_the_old_verdict);
   const MinimizeResult& m = out.minimized;
-  best.provenance.push_back(one_line(fmt::format("minimized by attnfuzz {} repro --minimize on {} from {}",
-                                                 kAttnfuzzVersion, utc_now(), source)));
-  if (slot.backward) best.provenance.push_back("pass bwd" + (gradient.empty() ? "" : " gradient " + gradient));
-  best.provenance.push_back(one_line(fmt::format("verdict {}{}", verdict_name(cls),
-                                                 out.verdict.detail.empty() ? "" : ": " + out.verdict.detail)));
-  if (out.verdict.worst.valid) best.provenance.push_back(one_line("worst " + out.verdict.worst.format()));
-  best.provenance.push_back(fmt::format("minimized from {} to {} input elements in {} runs{}", m.from.elements,
-                                        m.to.elements, m.runs, m.exhausted ? " (budget spent)" : ""));
+  ReportFailure f;  // what the campaign's provenance lines read
+  f.kernel = slot.kernel->name;
+  f.verdict = cls;
+  f.pass = slot.backward ? "bwd" : "";
+  f.gradient = gradient;
+  f.detail = out.verdict.detail;
+  f.worst = out.verdict.worst;
+  f.minimize = {m.from.elements, m.to.elements, m.runs, m.seconds, m.exhausted};
+  std::vector<std::string> lines = verdict_provenance(f);
+  if (m.exhausted) lines.back() += " (budget spent)";  // the "minimized from" line, last
+  best.provenance.push_back(fmt::format("minimized by attnfuzz {} repro --minimize on {} from {}", kAttnfuzzVersion,
+                                        utc_now(), source));
+  best.provenance.insert(best.provenance.end(), lines.begin(), lines.end());
 
   out.signature = signature_of(slot.kernel->name, cls, best, gradient).text();
   out.raw_signature = signature_of(slot.kernel->name, cls, start, gradient).text();
