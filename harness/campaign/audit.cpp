@@ -486,7 +486,7 @@ std::string Audit::failure(size_t k, const SweepWork& w, VerdictClass cls, int64
   CaseOutcome last = w.outcomes[k];
   auto still_fails = [&](const Case& cand) {
     std::optional<CaseOutcome> out = run_one(k, cand);
-    if (!out || out->verdict.cls != cls || failure_gradient(o_.kernels[k], out->verdict) != gradient) return false;
+    if (!out || !same_failure(o_.kernels[k], w.outcomes[k].verdict, out->verdict)) return false;
     last = *out;
     return true;
   };

@@ -1,6 +1,7 @@
 #include "harness/campaign/campaign.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <fmt/format.h>
@@ -253,7 +254,7 @@ void Campaign::failure(const CaseWork& w, size_t k) {
   if (o_.minimize) {
     auto still_fails = [&](const Case& cand) {
       std::optional<CaseOutcome> out = run_one(k, cand, cls);
-      if (!out || out->verdict.cls != cls || failure_gradient(slot, out->verdict) != gradient) return false;
+      if (!out || !same_failure(slot, w.outcomes[k].verdict, out->verdict)) return false;
       last = *out;  // the verdict of the case minimize keeps
       return true;
     };
@@ -749,6 +750,30 @@ std::string gpu_lost_note(int64_t done, const std::string& unit) {
 
 std::string failure_gradient(const CampaignKernel& k, const Verdict& v) {
   return k.backward ? failing_gradient(v) : "";
+}
+
+std::string crash_kind(std::string_view detail) {
+  auto isalnum = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0; };
+  auto isdigit = [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)) != 0; };
+  auto run_from = [&](size_t at, auto keep) {  // detail[at..] while keep(char)
+    size_t end = at;
+    while (end < detail.size() && keep(detail[end])) ++end;
+    return std::string(detail.substr(at, end - at));
+  };
+  if (size_t at = detail.find("cudaError"); at != std::string_view::npos) return run_from(at, isalnum);
+  constexpr std::string_view kSignal = "signal ";
+  if (size_t at = detail.find(kSignal); at != std::string_view::npos)
+    return std::string(kSignal) + run_from(at + kSignal.size(), isdigit);
+  std::string kind;
+  for (char ch : detail)
+    if (!isdigit(ch)) kind += ch;
+    else if (kind.empty() || kind.back() != '#') kind += '#';
+  return kind;
+}
+
+bool same_failure(const CampaignKernel& k, const Verdict& first, const Verdict& candidate) {
+  if (candidate.cls != first.cls || failure_gradient(k, candidate) != failure_gradient(k, first)) return false;
+  return first.cls != VerdictClass::Crash || crash_kind(candidate.detail) == crash_kind(first.detail);
 }
 
 void stamp_failure_case(const CampaignKernel& k, Case& c) {

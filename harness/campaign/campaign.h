@@ -71,6 +71,16 @@ CaseOutcome run_campaign_kernel(const CampaignKernel& k, const Runner& runner, c
 // What a failure of slot k adds to its signature: the failing gradient of
 // a backward verdict ("dq", "dk", "dv"), "" for a forward kernel.
 std::string failure_gradient(const CampaignKernel& k, const Verdict& v);
+// What kind of crash a crash verdict's detail names: the CUDA error
+// ("cudaErrorMisalignedAddress"), the signal a worker died of ("signal 11"),
+// else the detail with its numbers blanked (sizes and addresses vary).
+std::string crash_kind(std::string_view detail);
+// Whether `candidate` is the failure `first` is, for minimization: the same
+// verdict class and failing gradient and, for a crash, the same crash kind.
+// Any crash is not enough: a misaligned-address fault leaves its worker's
+// CUDA context broken, and a minimizer that takes every crash walks from
+// the fault to the next case's segfault (H200, reports/backward/run12).
+bool same_failure(const CampaignKernel& k, const Verdict& first, const Verdict& candidate);
 // A lost GPU (harness/run/gpu/gpu_run.h, gpu_lost_reason()): campaigns and
 // audits stop at their next case boundary as on a stop request, with this
 // stop reason and a note (gpu_lost_note); outcomes that were `unsupported`

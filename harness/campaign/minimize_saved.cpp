@@ -30,7 +30,7 @@ MinimizedFailure minimize_saved_failure(const CampaignKernel& slot, const Runner
   out.verdict = first;
   auto still_fails = [&](const Case& cand) {
     const CaseOutcome o = run_campaign_kernel(slot, runner, cand, rerun);
-    if (o.verdict.cls != cls || failure_gradient(slot, o.verdict) != gradient) return false;
+    if (!same_failure(slot, first, o.verdict)) return false;
     out.verdict = o.verdict;  // the verdict of the case minimize keeps
     return true;
   };
