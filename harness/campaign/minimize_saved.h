@@ -5,7 +5,8 @@
 // reproducible but not small.  This takes one such case, whose repro just
 // failed, and shrinks it with the campaign's predicate: the same kernel slot
 // (forward, or backward judged on dQ, dK, dV) fails with the same verdict
-// class, and a backward failure in the same gradient.  The result goes into
+// class, a backward failure in the same gradient, a crash of the same kind
+// (same_failure, campaign.h).  The result goes into
 // a corpus folder under its own signature, with the source file and the
 // original provenance kept beside the new verdict, so it is a one-line repro
 // of the same defect.
