@@ -27,10 +27,14 @@ h200_begin() {  # name
 build_torch_plugin() {  # jobs
   step "build the libtorch plugin"
   local B=/tmp/build-torch
-  ( cmake -S kernels/torch -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" &&
-    cmake --build $B -j "$1" --target attnfuzz_torch ) > "$R/torch_build.log" 2>&1 || tail -30 "$R/torch_build.log"
+  ( cmake -S kernels/torch -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" -DATTNFUZZ_TORCH_PROBE=ON &&
+    cmake --build $B -j "$1" --target attnfuzz_torch attnfuzz_allocator_poison_check ) > "$R/torch_build.log" 2>&1 ||
+    tail -30 "$R/torch_build.log"
   TL=$(ls $B/libattnfuzz_torch.so 2>/dev/null)
   echo "plugin: ${TL:-none}"
+  # The adapters poison the caching allocator before each call: whether that holds here.
+  [ -x $B/attnfuzz_allocator_poison_check ] && timeout 60 $B/attnfuzz_allocator_poison_check > "$R/allocator_poison.txt" 2>&1
+  tail -1 "$R/allocator_poison.txt" 2>/dev/null
 }
 step() { printf '\n=== %s  (%s, %d s in)\n' "$*" "$(date +%T)" "$SECONDS"; }
 left() { echo $((deadline - SECONDS)); }

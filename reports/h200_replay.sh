@@ -8,8 +8,11 @@
 #     audit NAME COVERED_LIST ROWS_REGEX CELLS   the 5-kernel libtorch backward audit of
 #        the cells CELLS (A-B) that COVERED_LIST's folders leave, rows ROWS_REGEX: the same
 #        cells, in the same order, as the audit that met the case, but all in one worker
-#     repro NAME CORPUS_TAR LIST                 the cases LIST names (file names, one a line)
-#        from the packed corpus CORPUS_TAR, one job (they fault)
+#     repro NAME CORPUS LIST                     the cases LIST names (file names, one a line)
+#        from CORPUS (a packed corpus or a corpus folder), one job (they fault)
+#     sweep NAME PASS KERNELS ROWS_REGEX SECONDS JOBS   a fresh audit (seed 1) of KERNELS'
+#        rows ROWS_REGEX, every cell, the sweep stopped past SECONDS: the same cases as the
+#        earlier audits of those cells, to compare cell by cell (report merge, audit_table.py)
 #     dump NAME CORPUS LIST                      the same cases (CORPUS: a packed corpus or a
 #        corpus folder) once more with `repro --dump-tensors`: their tensors and the kernel's
 #        dQ, dK, dV as .npy files in NAME/<case>/, to be examined on the CPU machine
@@ -29,7 +32,7 @@ build_torch_plugin 8
 export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
 T=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
 exec 3< "$plan"
-while read -r -u 3 kind name a b c d; do
+while read -r -u 3 kind name a b c d e; do
   case "$kind" in
     audit)
       step "replay $name: cells $c of rows '$b', the folders of $a skipped, one job ($(left) s left)"
@@ -40,8 +43,8 @@ while read -r -u 3 kind name a b c d; do
       grep -h '^  F[0-9]' "$R/$name.log" | head -40 ;;
     repro)
       step "re-run $name: the cases of $b from $a, one job ($(left) s left)"
-      mkdir -p "/tmp/$name" && tar xJf "$a" -C "/tmp/$name"
-      sed "s|^|/tmp/$name/corpus/|" "$b" > "/tmp/$name.list"
+      if [ -d "$a" ]; then src=$a; else mkdir -p "/tmp/$name" && tar xJf "$a" -C "/tmp/$name" && src=/tmp/$name/corpus; fi
+      sed "s|^|$src/|" "$b" > "/tmp/$name.list"
       REPRO_JOBS=1 repro "$name" "@/tmp/$name.list" --kernel-lib "$TL"
       grep -o '\[bwd\]: [a-z_]*' "$R/repro_$name.txt" | sort | uniq -c ;;
     dump)
@@ -67,6 +70,13 @@ while read -r -u 3 kind name a b c d; do
         echo "confirm $name rc=$?: $(grep -v '^ ' "$R/confirm_$name.txt" | sed -E 's/^[^ ]+: [^:]+: ([a-z_]+).*/\1/' |
           sort | uniq -c | tr -s ' ' | tr '\n' ';')"
       fi ;;
+    sweep)
+      step "sweep $name: $a pass of $b, rows '$c', sweep stopped past $d s, $e jobs ($(left) s left)"
+      [ "$(left)" -gt $((d + 60)) ] || { echo "no time"; continue; }
+      timeout -k 20 $(($(left) - 20)) $AF --kernel-lib "$TL" audit --pass "$a" --kernel "$b" --rows "$c" \
+        --sweep-time "$d" --time 40 --jobs "$e" --minimize-time 1 --minimize-budget 5 --out "$R/$name" > "$R/$name.log" 2>&1
+      echo "sweep $name rc=$?: $(grep -m1 'cases in' "$R/$name.log")"
+      grep -h '^  F[0-9]' "$R/$name.log" | head -40 ;;
     ''|'#'*) ;;
     *) echo "plan line not understood: $kind" ;;
   esac

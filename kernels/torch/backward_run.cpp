@@ -145,6 +145,7 @@ int run_backward_backend(const BackwardBackend& backend, const afz_backward_prob
     } else {
       StreamScope scope(bp->fwd->stream);
       const BackwardTensors t = view_backward(*bp, at::Device(at::kCUDA, c10::DeviceIndex(scope.device_index())));
+      poison_cached_memory(bytes_of({t.dq, t.dk, t.dv}));  // a gradient the operator never writes stays NaN
       r = backend.packed() ? run_packed(backend, t) : run_slices(backend, t);
     }
   } catch (const std::exception& e) {

@@ -147,6 +147,7 @@ int run_backend(const Backend& backend, const afz_problem* p, char* error, size_
       StreamScope scope(p->stream);
       const ProblemTensors t =
           view_problem(*p, at::Device(at::kCUDA, c10::DeviceIndex(scope.device_index())), backend.returns_lse());
+      poison_cached_memory(bytes_of({t.o, t.lse}));  // an output row the operator never writes stays NaN
       r = backend.packed() ? run_packed(backend, t) : run_slices(backend, t);
     } else {
       const ProblemTensors t = view_problem(*p, at::Device(at::kCPU), backend.returns_lse());

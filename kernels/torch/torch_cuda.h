@@ -4,6 +4,7 @@
 // include <cuda_runtime_api.h>, so `__has_include` cannot tell; the CMake
 // check on the c10_cuda library can.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -30,6 +31,20 @@ class StreamScope {
   std::unique_ptr<Guard> guard_;
   int device_index_ = 0;
 };
+
+// Before an operator call on the GPU (inside a StreamScope): the memory the
+// caching allocator will hand the operator's outputs holds NaN, as the
+// harness's own output buffers do.  An operator returns tensors it allocated
+// itself (at::empty), so an element it never writes holds whatever the
+// allocator had there: in a fresh process zeros from cudaMalloc, which pass
+// for the convention of an empty row, and after other cases their leftovers.
+// Such a verdict would depend on what ran before; poisoned, it does not.
+// Every cached block nobody holds is released, then fresh segments, NaN-
+// filled, are cached for both of the allocator's pools (small requests and
+// large ones, `output_bytes` of the call's outputs with room to spare) on the
+// current stream, which the call's allocations then come from.  A CPU build
+// does nothing.
+void poison_cached_memory(int64_t output_bytes);
 
 // "PyTorch 2.11.0, CUDA 13.0, cuDNN 91900": from compile-time constants and
 // torch's CUDA hooks, which report versions without creating a CUDA context

@@ -66,6 +66,13 @@ std::string shape_text(at::IntArrayRef s) {
   return out.str();
 }
 
+int64_t bytes_of(std::initializer_list<at::Tensor> tensors) {
+  int64_t n = 0;
+  for (const at::Tensor& t : tensors)
+    if (t.defined()) n += t.numel() * int64_t(t.element_size());
+  return n;
+}
+
 std::string copy_checked(at::Tensor dst, const at::Tensor& src, const char* what) {
   if (src.sizes() != dst.sizes())
     return std::string("the operator returned ") + what + " of shape " + shape_text(src.sizes()) + ", expected " +

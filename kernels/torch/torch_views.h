@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ at::Tensor device_int32(const std::vector<int32_t>& values, at::Device device);
 
 // "[2, 4, 64, 64]", for messages.
 std::string shape_text(at::IntArrayRef s);
+// The bytes the tensors' elements take (undefined ones none): what an
+// operator returns for outputs of these shapes and dtypes.
+int64_t bytes_of(std::initializer_list<at::Tensor> tensors);
 // Copies a returned tensor into a view of the problem's buffers after
 // checking its shape ("" or why not): copy_ would broadcast a wrong but
 // compatible shape without a word.
