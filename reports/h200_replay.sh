@@ -10,9 +10,10 @@
 #        cells, in the same order, as the audit that met the case, but all in one worker
 #     repro NAME CORPUS LIST                     the cases LIST names (file names, one a line)
 #        from CORPUS (a packed corpus or a corpus folder), one job (they fault)
-#     sweep NAME PASS KERNELS ROWS_REGEX SECONDS JOBS   a fresh audit (seed 1) of KERNELS'
-#        rows ROWS_REGEX, every cell, the sweep stopped past SECONDS: the same cases as the
-#        earlier audits of those cells, to compare cell by cell (report merge, audit_table.py)
+#     sweep NAME PASS KERNELS ROWS_REGEX SECONDS JOBS [COVERED_LIST]   a fresh audit (seed 1)
+#        of KERNELS' rows ROWS_REGEX, the sweep stopped past SECONDS, less the cells that
+#        COVERED_LIST's folders hold: the same cases as the earlier audits of those cells, to
+#        compare cell by cell (reports/compare_cells.py)
 #     dump NAME CORPUS LIST                      the same cases (CORPUS: a packed corpus or a
 #        corpus folder) once more with `repro --dump-tensors`: their tensors and the kernel's
 #        dQ, dK, dV as .npy files in NAME/<case>/, to be examined on the CPU machine
@@ -32,7 +33,7 @@ build_torch_plugin 8
 export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
 T=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
 exec 3< "$plan"
-while read -r -u 3 kind name a b c d e; do
+while read -r -u 3 kind name a b c d e f; do
   case "$kind" in
     audit)
       step "replay $name: cells $c of rows '$b', the folders of $a skipped, one job ($(left) s left)"
@@ -73,7 +74,9 @@ while read -r -u 3 kind name a b c d e; do
     sweep)
       step "sweep $name: $a pass of $b, rows '$c', sweep stopped past $d s, $e jobs ($(left) s left)"
       [ "$(left)" -gt $((d + 60)) ] || { echo "no time"; continue; }
-      timeout -k 20 $(($(left) - 20)) $AF --kernel-lib "$TL" audit --pass "$a" --kernel "$b" --rows "$c" \
+      skip=()
+      [ -n "$f" ] && skip=(--skip-covered $(unpack_reports "/tmp/covered_$name" $(cat "$f")))
+      timeout -k 20 $(($(left) - 20)) $AF --kernel-lib "$TL" audit --pass "$a" --kernel "$b" --rows "$c" "${skip[@]}" \
         --sweep-time "$d" --time 40 --jobs "$e" --minimize-time 1 --minimize-budget 5 --out "$R/$name" > "$R/$name.log" 2>&1
       echo "sweep $name rc=$?: $(grep -m1 'cases in' "$R/$name.log")"
       grep -h '^  F[0-9]' "$R/$name.log" | head -40 ;;

@@ -60,11 +60,12 @@ int main() {
     afz::torchk::poison_cached_memory(kLeftovers * bytes);
     bool poisoned = true;
     {
-      at::Tensor outputs[kLeftovers];  // alive together, as an operator's outputs are
-      for (at::Tensor& o : outputs) {
-        o = at::empty({bytes}, device_bytes());
-        poisoned = poisoned && all_nan_bytes(o);
-      }
+      // Alive together, as an operator's outputs are, and all allocated
+      // before any is read: the check's own temporaries come out of the
+      // same poisoned blocks, and would hand them back written.
+      at::Tensor outputs[kLeftovers];
+      for (at::Tensor& o : outputs) o = at::empty({bytes}, device_bytes());
+      for (const at::Tensor& o : outputs) poisoned = poisoned && all_nan_bytes(o);
     }
     ok = ok && poisoned;
     std::printf("%9lld bytes: %d blocks after poison_cached_memory %s; without it %s\n", (long long)bytes,
