@@ -3,7 +3,8 @@
 the same cells (same seed: the same cases).  Glue for the committed READMEs.
 
 OLD is one or more report folders or report.json[.xz] files (a cell several
-of them ran counts as every status they gave it); NEW is one.  Per kernel:
+of them ran counts as every status they gave it); NEW is one.  The fuzz
+phase's cells are left out: their cases are random, not the same.  Per kernel:
 the cells both ran, how many kept their status, and each change
 "old -> new" with its count; then, with --list, the changed cells (row,
 column, old and new verdicts and the new signature), one a line.
@@ -27,10 +28,14 @@ def load(path):
         return json.load(f)
 
 
+FUZZ_ROW = "fuzz phase"  # the row of the fuzz phase's cells ("fuzz phase (random features)")
+
+
 def cells(report):
     for a in report["audits"]:
         for c in a["cells"]:
-            yield (a["kernel"], c["row"], c["column"]), c
+            if not c["row"].startswith(FUZZ_ROW):
+                yield (a["kernel"], c["row"], c["column"]), c
 
 
 def main(args):
