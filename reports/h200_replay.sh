@@ -13,7 +13,8 @@
 #     sweep NAME PASS KERNELS ROWS_REGEX SECONDS JOBS [COVERED_LIST]   a fresh audit (seed 1)
 #        of KERNELS' rows ROWS_REGEX, the sweep stopped past SECONDS, less the cells that
 #        COVERED_LIST's folders hold: the same cases as the earlier audits of those cells, to
-#        compare cell by cell (reports/compare_cells.py)
+#        compare cell by cell (reports/compare_cells.py); skipped unless SECONDS + 60 are left
+#        (the fuzz phase, minimization and the report come after the sweep)
 #     dump NAME CORPUS LIST                      the same cases (CORPUS: a packed corpus or a
 #        corpus folder) once more with `repro --dump-tensors`: their tensors and the kernel's
 #        dQ, dK, dV as .npy files in NAME/<case>/, to be examined on the CPU machine
