@@ -2,18 +2,17 @@
 
 #include <ATen/detail/CUDAHooksInterface.h>
 
-#include <ATen/ATen.h>
-
-#include <algorithm>
-#include <vector>
-
 #include "torch_ops.h"
 
 #ifdef AFZ_TORCH_WITH_CUDA
+#include <ATen/ATen.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+
+#include <algorithm>
+#include <vector>
 #endif
 
 namespace afz::torchk {
@@ -23,6 +22,7 @@ namespace {
 constexpr long kCudartMajor = 1000;
 constexpr long kCudartMinor = 10;
 
+#ifdef AFZ_TORCH_WITH_CUDA
 // The caching allocator's pools (c10/cuda/CUDACachingAllocator.cpp): requests
 // up to kSmallSize come out of 2 MiB segments; larger ones out of 20 MiB
 // segments, or above 10 MiB out of a segment of their own rounded up to 2 MiB.
@@ -37,9 +37,7 @@ constexpr int64_t kSmallSegmentsPoisoned = 4;
 // The large pool gets this many times the outputs: the operator's
 // temporaries and workspace are carved out of the same segment, often first.
 constexpr int64_t kLargeSlack = 4;
-// 0xFF in every byte is a NaN in fp16, bf16, fp32 and fp64 alike: all
-// exponent bits set and a nonzero mantissa.
-constexpr int kNanByte = 0xFF;
+#endif
 }  // namespace
 
 bool cuda_built() {
@@ -80,9 +78,9 @@ void poison_cached_memory(int64_t output_bytes) {
   // Whole segments: a free remainder left unpoisoned behind a poisoned block
   // would merge with it and be handed out too.
   for (int64_t i = 0; i < kSmallSegmentsPoisoned * (kSmallBuffer / kSmallSize); ++i)
-    held.push_back(at::empty({kSmallSize}, bytes).fill_(kNanByte));
+    held.push_back(at::empty({kSmallSize}, bytes).fill_(kPoisonByte));
   const int64_t large = std::max(kLargeBuffer, (kLargeSlack * output_bytes + kRoundLarge - 1) / kRoundLarge * kRoundLarge);
-  held.push_back(at::empty({large}, bytes).fill_(kNanByte));
+  held.push_back(at::empty({large}, bytes).fill_(kPoisonByte));
   // Freed here, on the current stream, after the fills in its order: the
   // call's allocations on that stream reuse them.
 }

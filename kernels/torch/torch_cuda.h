@@ -45,6 +45,9 @@ class StreamScope {
 // current stream, which the call's allocations then come from.  A CPU build
 // does nothing.
 void poison_cached_memory(int64_t output_bytes);
+// The byte it fills with: 0xFF in every byte is a NaN in fp16, bf16, fp32
+// and fp64 alike (all exponent bits set, a nonzero mantissa).
+constexpr int kPoisonByte = 0xFF;
 
 // "PyTorch 2.11.0, CUDA 13.0, cuDNN 91900": from compile-time constants and
 // torch's CUDA hooks, which report versions without creating a CUDA context

@@ -29,7 +29,6 @@ constexpr int64_t kMiB = 1024 * kKiB;
 // Both pools, and both kinds of large segment: a 20 MiB one that requests
 // between 1 and 10 MiB share, and one of its own above 10 MiB.
 constexpr int64_t kSizes[] = {64, 4 * kKiB, 1 * kMiB, 3 * kMiB, 12 * kMiB, 48 * kMiB};
-constexpr int kNanByte = 0xFF;
 // As many blocks of the size, zeroed and freed, as an operator's outputs.
 constexpr int kLeftovers = 3;
 
@@ -40,7 +39,7 @@ void leave_zeroed_blocks(int64_t bytes) {
   for (int i = 0; i < kLeftovers; ++i) at::zeros({bytes}, device_bytes());
 }
 
-bool all_nan_bytes(const at::Tensor& t) { return t.eq(kNanByte).all().item<bool>(); }
+bool all_nan_bytes(const at::Tensor& t) { return t.eq(afz::torchk::kPoisonByte).all().item<bool>(); }
 
 }  // namespace
 
