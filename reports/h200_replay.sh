@@ -8,8 +8,8 @@
 #     audit NAME COVERED_LIST ROWS_REGEX CELLS   the 5-kernel libtorch backward audit of
 #        the cells CELLS (A-B) that COVERED_LIST's folders leave, rows ROWS_REGEX: the same
 #        cells, in the same order, as the audit that met the case, but all in one worker
-#     repro NAME CORPUS LIST                     the cases LIST names (file names, one a line)
-#        from CORPUS (a packed corpus or a corpus folder), one job (they fault)
+#     repro NAME CORPUS LIST [JOBS]              the cases LIST names (file names, one a line)
+#        from CORPUS (a packed corpus or a corpus folder), JOBS at a time (default 1: they fault)
 #     sweep NAME PASS KERNELS ROWS_REGEX SECONDS JOBS [COVERED_LIST]   a fresh audit (seed 1)
 #        of KERNELS' rows ROWS_REGEX, the sweep stopped past SECONDS, less the cells that
 #        COVERED_LIST's folders hold: the same cases as the earlier audits of those cells, to
@@ -44,10 +44,10 @@ while read -r -u 3 kind name a b c d e f; do
       echo "replay $name rc=$?: $(grep -m1 'cases in' "$R/$name.log")"
       grep -h '^  F[0-9]' "$R/$name.log" | head -40 ;;
     repro)
-      step "re-run $name: the cases of $b from $a, one job ($(left) s left)"
+      step "re-run $name: the cases of $b from $a, ${c:-1} jobs ($(left) s left)"
       if [ -d "$a" ]; then src=$a; else mkdir -p "/tmp/$name" && tar xJf "$a" -C "/tmp/$name" && src=/tmp/$name/corpus; fi
       sed "s|^|$src/|" "$b" > "/tmp/$name.list"
-      REPRO_JOBS=1 repro "$name" "@/tmp/$name.list" --kernel-lib "$TL"
+      REPRO_JOBS=${c:-1} repro "$name" "@/tmp/$name.list" --kernel-lib "$TL"
       grep -o '\[bwd\]: [a-z_]*' "$R/repro_$name.txt" | sort | uniq -c ;;
     dump)
       step "dump $name: the cases of $b from $a with the kernel's gradients ($(left) s left)"
