@@ -26,14 +26,15 @@ struct Layer {
 // on the ABI alone.
 const std::vector<Layer> kLayers = {
     {"abi", {"kernels/abi/"}, {}},
+    {"process", {"harness/process/"}, {}},
     {"oracles", {"oracles/"}, {"abi"}},
     {"kernels", {"kernels/"}, {"abi"}},
     {"case", {"harness/case/"}, {"abi", "oracles"}},
     {"judge", {"harness/judge/"}, {"abi", "oracles", "case"}},
-    {"run", {"harness/run/"}, {"abi", "oracles", "kernels", "case", "judge"}},
-    {"report", {"harness/report/"}, {"abi", "case", "judge"}},
-    {"campaign", {"harness/campaign/"}, {"abi", "oracles", "kernels", "case", "judge", "run", "report"}},
-    {"cli", {"harness/cli/"}, {"abi", "oracles", "kernels", "case", "judge", "run", "report", "campaign"}},
+    {"run", {"harness/run/"}, {"abi", "oracles", "kernels", "case", "judge", "process"}},
+    {"report", {"harness/report/"}, {"abi", "case", "judge", "process"}},
+    {"campaign", {"harness/campaign/"}, {"abi", "oracles", "kernels", "case", "judge", "run", "report", "process"}},
+    {"cli", {"harness/cli/"}, {"abi", "oracles", "kernels", "case", "judge", "run", "report", "campaign", "process"}},
 };
 
 // The layer of a repository path: the longest matching folder prefix.

@@ -786,13 +786,21 @@ Report run_campaign(const CampaignOptions& options, const Runner& runner) {
   return c.run();
 }
 
+std::vector<std::string> repro_arguments(const std::string& origin, const RunOptions& run, const std::string& path,
+                                         VerdictClass verdict) {
+  std::vector<std::string> args;
+  if (!is_builtin_origin(origin)) args.insert(args.end(), {"--kernel-lib", origin});
+  if (run.check_determinism || verdict == VerdictClass::Nondeterministic) args.push_back("--determinism");
+  if (run.isolate) args.push_back("--isolate");
+  args.insert(args.end(), {"repro", path});
+  return args;
+}
+
 std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path,
                                VerdictClass verdict) {
   std::string cmd = "attnfuzz";
-  if (!is_builtin_origin(origin)) cmd += " --kernel-lib " + origin;
-  if (run.check_determinism || verdict == VerdictClass::Nondeterministic) cmd += " --determinism";
-  if (run.isolate) cmd += " --isolate";
-  return cmd + " repro " + path;
+  for (const std::string& a : repro_arguments(origin, run, path, verdict)) cmd += " " + a;
+  return cmd;
 }
 
 }  // namespace afz

@@ -37,6 +37,10 @@ namespace afz {
 // a nondeterministic verdict needs --determinism to show again.
 std::string repro_command_line(const std::string& origin, const RunOptions& run, const std::string& path,
                                VerdictClass verdict = VerdictClass::Pass);
+// The same command's arguments after the program name, one per element
+// (what --confirm-alone runs).
+std::vector<std::string> repro_arguments(const std::string& origin, const RunOptions& run, const std::string& path,
+                                         VerdictClass verdict = VerdictClass::Pass);
 
 // One kernel slot of a campaign or audit: a forward kernel, or (with
 // `backward` set) a backward kernel, judged on dQ, dK, dV.  A backward

@@ -38,6 +38,7 @@ struct AuditArgs {
   int minimize_runs = MinimizeOptions{}.max_runs;
   double minimize_time = MinimizeOptions{}.max_seconds;
   double minimize_budget = 0;
+  ConfirmAloneArgs confirm_alone;
 };
 
 int run_audit_command(const Globals& g, const AuditArgs& a) {
@@ -123,6 +124,7 @@ int run_audit_command(const Globals& g, const AuditArgs& a) {
     throw BadInput{e.what()};
   }
   progress.finish();
+  confirm_alone_if_asked(a.confirm_alone, g, runner.options(), o.kernels, r);
   std::string error;
   if (!write_report_folder(r, a.out, &error)) throw BadInput{error};
   print_summary(r, a.out);
@@ -190,6 +192,7 @@ Action add_audit_command(CLI::App& app, Globals& g) {
                   "failures keep their cases as generated (0: no limit)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  add_confirm_alone_options(sub, a->confirm_alone);
   return [&g, a]() { return run_audit_command(g, *a); };
 }
 

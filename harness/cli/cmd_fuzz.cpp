@@ -187,7 +187,9 @@ void print_summary(const Report& r, const std::string& report_dir) {
                r.failures.size(), r.new_failures(), r.known_failures(), r.failing_cases());
     for (const ReportFinding& g : findings) {
       const ReportFailure& rep = r.failures[g.representative];
-      fmt::print("  {:<4} {:<7} {}{}\n", g.id, g.status, finding_line(g), rep.repro.empty() ? "" : "; repro: " + rep.repro);
+      fmt::print("  {:<4} {:<7} {}{}{}\n", g.id, g.status, finding_line(g),
+                 rep.repro.empty() ? "" : "; repro: " + rep.repro,
+                 rep.alone.outcome.empty() ? "" : "; alone: " + rep.alone.outcome);
     }
   }
   for (const std::string& e : r.errors) fmt::print("error: {}\n", e);
@@ -230,6 +232,7 @@ struct FuzzArgs {
   double checkpoint = -1;
   int minimize_runs = MinimizeOptions{}.max_runs;
   double minimize_time = MinimizeOptions{}.max_seconds;
+  ConfirmAloneArgs confirm_alone;
 };
 
 int run_fuzz(const Globals& g, const FuzzArgs& a) {
@@ -280,8 +283,9 @@ int run_fuzz(const Globals& g, const FuzzArgs& a) {
   const Runner runner(g.run_options());
   // SIGINT/SIGTERM (a CI timeout) ends the run at a case boundary with its report written.
   install_stop_handlers();
-  const Report r = run_campaign(o, runner);
+  Report r = run_campaign(o, runner);
   progress.finish();
+  confirm_alone_if_asked(a.confirm_alone, g, runner.options(), o.kernels, r);
   write_report(r, a.out);
   print_summary(r, a.out);
   // A lost GPU: exit 2 (could not do what was asked) unless new failures
@@ -372,6 +376,7 @@ Action add_fuzz_command(CLI::App& app, Globals& g) {
                   "(stop_reason 'running'); the full folder is written at the end")
       ->check(CLI::PositiveNumber);
   sub->add_option("--progress", a->progress, "progress display: auto, terminal, plain, off")->capture_default_str();
+  add_confirm_alone_options(sub, a->confirm_alone);
   return [&g, a]() { return run_fuzz(g, *a); };
 }
 

@@ -72,6 +72,18 @@ double parse_duration(const std::string& s);
 // The end-of-run table of kernel x class counts, failures and timings.
 void print_summary(const Report& r, const std::string& report_dir);
 
+// --confirm-alone and --confirm-time, shared by fuzz and audit
+// (confirm_alone_options.cpp; harness/campaign/confirm_alone.h).
+struct ConfirmAloneArgs {
+  bool enabled = false;
+  double budget_s = 0;  // 0: no limit
+};
+void add_confirm_alone_options(CLI::App* sub, ConfirmAloneArgs& a);
+// When asked: each failure's repro run alone (a line printed for each),
+// before the report is written.  `run` is the run's options (its repros' flags).
+void confirm_alone_if_asked(const ConfirmAloneArgs& a, const Globals& g, const RunOptions& run,
+                            const std::vector<CampaignKernel>& kernels, Report& r);
+
 // Thrown for bad input; main prints the message and exits 2.
 struct BadInput {
   std::string message;

@@ -226,4 +226,16 @@ std::vector<ReportFinding> group_findings(const std::vector<ReportFailure>& fail
   return out;
 }
 
+std::string alone_summary(const ReportAlone& a) {
+  if (a.outcome.empty()) return "";
+  // What each outcome means for the person reading the failure.
+  const std::string meaning = a.outcome == "fails"               ? "the repro fails by itself"
+                              : a.outcome == "fails_differently" ? "the repro fails by itself, but otherwise"
+                              : a.outcome == "passes"
+                                  ? "it fails only after other cases ran in the same process"
+                              : a.outcome == "unsupported" ? "the kernel declines the case by itself"
+                                                           : "the repro gave no verdict";
+  return a.outcome + " alone (" + a.line + "): " + meaning;
+}
+
 }  // namespace afz

@@ -60,5 +60,9 @@ std::string verdicts_text(const ReportFinding& f);
 // "kernel verdicts needs INGREDIENTS: N failing runs, V variants, first case C"
 // (the repro is the caller's to add).
 std::string finding_line(const ReportFinding& f);
+// A failure's repro run alone (--confirm-alone) in words, for HTML, JUnit
+// and SARIF: "passes alone (torch.cudnn [bwd]: pass): it fails only after
+// other cases ran in the same process"; "" when it was not run alone.
+std::string alone_summary(const ReportAlone& a);
 
 }  // namespace afz

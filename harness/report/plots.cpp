@@ -1,9 +1,5 @@
 #include "harness/report/plots.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -13,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-extern char** environ;
+#include "harness/process/child_process.h"
 
 namespace afz {
 namespace fs = std::filesystem;
@@ -45,41 +41,11 @@ std::string quoted(const std::string& s) {
   return out + "'";
 }
 
-// Runs argv[0] with stdout and stderr into `log`; the exit status, or -1.
-int run_process(const std::vector<std::string>& args, const fs::path& log) {
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-std::string first_line(const std::string& s) {
-  std::istringstream in(s);
-  std::string line, last;
-  // gnuplot prints the offending line and then the error: the last
-  // non-empty line says what went wrong.
-  while (std::getline(in, line))
-    if (line.find_first_not_of(" \t^") != std::string::npos) last = line;
-  return last;
 }
 
 // gnuplot writes a standalone SVG document.  Inline in HTML it must lose
@@ -194,12 +160,14 @@ PlotSet render_plots(const std::vector<Plot>& plots, const std::string& gnuplot,
     for (size_t t = 0; t < terms.size(); ++t) script << (t ? ", \\\n     " : "") << terms[t];
     script << "\nunset output\n";
   }
-  const fs::path script_path = dir / "plots.gp", log = dir / "gnuplot.log";
+  const fs::path script_path = dir / "plots.gp";
   std::ofstream(script_path) << script.str();
-  const int rc = run_process({program, script_path.string()}, log);
-  if (rc != 0) {
-    out.error = rc < 0 ? "gnuplot (" + program + ") could not be run"
-                       : "gnuplot failed: " + first_line(read_file(log));
+  const ChildRun run = run_child({program, script_path.string()}, 0);
+  if (!run.started || run.exit_code != 0) {
+    // gnuplot prints the offending line, a ^ under it, then the error: the
+    // last line with more than blanks and carets says what went wrong.
+    out.error = !run.started ? "gnuplot (" + program + ") could not be run"
+                             : "gnuplot failed: " + last_line(run.output, " \t^");
   } else {
     for (size_t n = 0; n < plots.size(); ++n)
       if (plots[n].drawable()) out.svgs[n] = inline_svg(read_file(dir / fmt::format("plot{}.svg", n)), n);

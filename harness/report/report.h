@@ -34,7 +34,9 @@
 //               backward failure's gradient), signature, raw_signature, status (new | smaller | known),
 //               generator, seed, case_index, occurrences, detail, worst {...},
 //               case_file, repro, case_text, minimize {from_elements, to_elements,
-//               runs, seconds, exhausted}}]  one per failure signature
+//               runs, seconds, exhausted}, alone (optional: --confirm-alone) {outcome (fails |
+//               fails_differently | passes | unsupported | not_run), line, seconds}}]  one per
+//               failure signature
 //   findings:   [{id, kernel, needs [family, ...], features [..], status, verdicts [..],
 //               occurrences, first_case, signatures [..], representative}]  (version 2) the failures
 //               grouped into distinct defects (findings.h); a function of `failures`
@@ -163,6 +165,18 @@ struct ReportMinimize {
 };
 
 // One failure signature: its minimized repro and how it was found.
+// A failure's repro run by itself (--confirm-alone): `attnfuzz repro` in a
+// fresh process, so no earlier case's state (a library's cached plans, the
+// memory its allocator hands back) is there.  A failure that does not fail
+// alone is state-dependent: real, but not yet a one-line repro.
+struct ReportAlone {
+  // "" (not run alone) | fails (the same verdict; a crash of the same kind)
+  // | fails_differently | passes | unsupported | not_run (no verdict: see line)
+  std::string outcome;
+  std::string line;   // the repro's verdict line, or why it gave none
+  double seconds = 0;
+};
+
 struct ReportFailure {
   std::string kernel;
   VerdictClass verdict = VerdictClass::Pass;
@@ -181,6 +195,7 @@ struct ReportFailure {
   std::string repro;            // the exact command
   std::string case_text;        // the minimized case file
   ReportMinimize minimize;
+  ReportAlone alone;
   bool is_new() const { return status == "new"; }
 };
 

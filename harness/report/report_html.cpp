@@ -530,7 +530,8 @@ class Page {
                           "<td class=\"n\">{}</td><td>{}</td></tr>\n",
                           g.id, g.id, esc(g.kernel), esc(g.status), esc(verdicts_text(g)), esc(ingredients_text(g)),
                           g.occurrences, variants, g.first_case,
-                          rep.repro.empty() ? "&ndash;" : "<code>" + esc(rep.repro) + "</code>");
+                          (rep.repro.empty() ? "&ndash;" : "<code>" + esc(rep.repro) + "</code>") +
+                              (rep.alone.outcome.empty() ? "" : "<br>alone: " + esc(rep.alone.outcome)));
     }
     out_ << "</table>\n";
   }
@@ -565,6 +566,9 @@ class Page {
                         f.minimize.from_elements, f.minimize.to_elements, f.minimize.runs,
                         f.minimize.exhausted ? " (budget exhausted)" : "");
     if (!f.case_file.empty()) out_ << "<dt>case file</dt><dd><code>" << esc(f.case_file) << "</code></dd>";
+    if (!f.alone.outcome.empty())
+      out_ << fmt::format("<dt>alone</dt><dd class=\"{}\">{} ({:.1f} s, a fresh <code>attnfuzz repro</code>)</dd>",
+                          f.alone.outcome == "fails" ? "fail" : "muted", esc(alone_summary(f.alone)), f.alone.seconds);
     out_ << "</dl>\n<div>worst element:</div>\n";
     worst(f.worst);
     out_ << "<div>reproduce:</div>\n";

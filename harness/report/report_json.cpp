@@ -135,6 +135,8 @@ Json failure_json(const ReportFailure& f) {
   // forward-only reports see no change.
   if (!f.pass.empty()) j["pass"] = f.pass;
   if (!f.gradient.empty()) j["gradient"] = f.gradient;
+  if (!f.alone.outcome.empty())
+    j["alone"] = {{"outcome", f.alone.outcome}, {"line", f.alone.line}, {"seconds", f.alone.seconds}};
   return j;
 }
 
@@ -464,6 +466,11 @@ struct Reader {
       get(*m, "runs", o.minimize.runs);
       get(*m, "seconds", o.minimize.seconds);
       get(*m, "exhausted", o.minimize.exhausted);
+    }
+    if (auto a = f.find("alone"); a != f.end() && a->is_object()) {
+      get(*a, "outcome", o.alone.outcome);
+      get(*a, "line", o.alone.line);
+      get(*a, "seconds", o.alone.seconds);
     }
     return o;
   }

@@ -48,6 +48,7 @@ std::string failure_text(const ReportFailure& f) {
   if (!f.pass.empty()) s += "  pass: " + f.pass + (f.gradient.empty() ? "" : ", gradient " + f.gradient) + "\n";
   if (f.worst.valid) s += "  worst: " + f.worst.format() + "\n";
   s += "  repro: " + (f.repro.empty() ? std::string("(no case file saved; the case text is in report.json)") : f.repro) + "\n";
+  if (!f.alone.outcome.empty()) s += "  alone: " + alone_summary(f.alone) + "\n";
   return s;
 }
 

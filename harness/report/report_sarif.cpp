@@ -68,6 +68,7 @@ std::string report_to_sarif(const Report& r) {
     if (f.worst.valid) text += "; worst " + f.worst.format();
     text += ". Reproduce: " + (f.repro.empty() ? std::string("save the case text from report.json and run `attnfuzz repro FILE`")
                                                : f.repro);
+    if (!f.alone.outcome.empty()) text += ". Alone: " + alone_summary(f.alone);
     std::string fingerprint = g.kernel;
     for (const std::string& n : g.needs) fingerprint += "|" + n;
     Json related = Json::array(), signatures = Json::array();
@@ -102,6 +103,7 @@ std::string report_to_sarif(const Report& r) {
     // (findings of different gradients are different findings).
     if (!f.pass.empty()) result["properties"]["pass"] = f.pass;
     if (!f.gradient.empty()) result["properties"]["gradient"] = f.gradient;
+    if (!f.alone.outcome.empty()) result["properties"]["alone"] = f.alone.outcome;
     if (const int i = rule_index(worst_verdict); i >= 0) result["ruleIndex"] = i;
     results.push_back(std::move(result));
   }

@@ -24,8 +24,21 @@ static const float* row_f32(const afz_tensor* t, int b, int h, int s) {
   return (const float*)t->data + b * t->stride[0] + h * t->stride[1] + s * t->stride[2];
 }
 
+#ifdef PLUGIN_EXAMPLE_STALE_AFTER
+/* A test build (attnfuzz_plugin_stale): from its PLUGIN_EXAMPLE_STALE_AFTER-th
+ * call in a process on, the kernel leaves the first query row unwritten, as a
+ * library whose cached state goes stale after other work would.  It fails in
+ * a long-lived process and passes in a fresh one (--confirm-alone's tests). */
+static int stale_calls;
+#endif
+
 static int naive_run(const afz_kernel* self, const afz_problem* p, char* error, size_t error_len) {
   (void)self;
+#ifdef PLUGIN_EXAMPLE_STALE_AFTER
+  const int stale = ++stale_calls >= PLUGIN_EXAMPLE_STALE_AFTER;
+#else
+  const int stale = 0;
+#endif
   if (p->abi_version != AFZ_ABI_VERSION) {
     snprintf(error, error_len, "problem ABI version %u, plugin expects %d", p->abi_version, AFZ_ABI_VERSION);
     return 1;
@@ -38,6 +51,7 @@ static int naive_run(const afz_kernel* self, const afz_problem* p, char* error, 
   for (int b = 0; b < p->batch; ++b)
     for (int h = 0; h < p->heads_q; ++h)
       for (int i = 0; i < p->seqlens_q[b]; ++i) {
+        if (stale && b == 0 && h == 0 && i == 0) continue;
         const int n = p->seqlens_k[b];
         const int hk = h / (p->heads_q / p->heads_kv);
         const float* q = row_f32(&p->q, b, h, i);

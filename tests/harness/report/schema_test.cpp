@@ -83,6 +83,27 @@ TEST(ReportSchema, RealCampaignReportValidates) {
   EXPECT_TRUE(doc.contains("error_stats") && doc.contains("audits") && doc.contains("mutants"));
 }
 
+// A failure run alone (--confirm-alone): its `alone` object validates and
+// reads back; an outcome outside the list does not validate.
+TEST(ReportSchema, AloneOutcomeValidatesAndReads) {
+  Report r = full_report();
+  ASSERT_FALSE(r.failures.empty());
+  r.failures[0].alone = {"passes", "cpu.mutant.x: pass", 2.5};
+  const std::string text = report_to_json(r);
+  SchemaValidator v(schema());
+  for (const std::string& p : v.validate(Json::parse(text))) ADD_FAILURE() << p;
+  std::string error;
+  const std::optional<Report> back = report_from_json(text, &error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->failures[0].alone.outcome, "passes");
+  EXPECT_EQ(back->failures[0].alone.line, "cpu.mutant.x: pass");
+  EXPECT_EQ(back->failures[0].alone.seconds, 2.5);
+  EXPECT_TRUE(back->failures[1 % back->failures.size()].alone.outcome.empty() || back->failures.size() == 1);
+  Json bad = Json::parse(text);
+  bad["failures"][0]["alone"]["outcome"] = "maybe";
+  EXPECT_FALSE(v.validate(bad).empty());
+}
+
 // A replay of a saved backward failure: its kernel entry carries pass
 // "bwd", which the schema takes and the reader reads back.
 TEST(ReportSchema, BackwardReplayReportValidatesAndReads) {

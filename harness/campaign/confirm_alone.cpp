@@ -1,0 +1,134 @@
+#include "harness/campaign/confirm_alone.h"
+
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness/case/atomic_file.h"
+#include "harness/run/gpu/gpu_run.h"
+
+namespace afz {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kProvenance = "# provenance: ";
+constexpr std::string_view kAloneProvenance = "# provenance: alone: ";
+
+// Where a failure's repro is read from: its saved case, else its case text
+// written into `scratch`.
+std::string case_path_for(const ReportFailure& f, const fs::path& scratch, std::string* error) {
+  std::error_code ec;
+  if (!f.case_file.empty() && fs::is_regular_file(f.case_file, ec)) return f.case_file;
+  const std::string path = (scratch / "repro.case").string();
+  return write_file_atomically(path, f.case_text, error) ? path : "";
+}
+
+std::string origin_of(const ReportFailure& f, const std::vector<CampaignKernel>& kernels) {
+  for (const CampaignKernel& k : kernels)
+    if (k.kernel && k.kernel->name == f.kernel) return k.origin;
+  return "builtin";
+}
+
+}  // namespace
+
+ReportAlone alone_outcome(const ReportFailure& f, const std::string& case_path, const ChildRun& run) {
+  ReportAlone a;
+  a.seconds = run.seconds;
+  // `repro` prints "FILE: KERNEL: VERDICT (detail)" per kernel it ran.
+  const std::string prefix = case_path + ": ", label = f.kernel + ": ";
+  std::istringstream in(run.output);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix + label, 0) != 0) continue;
+    a.line = line.substr(prefix.size());
+    const std::string rest = line.substr(prefix.size() + label.size());
+    const std::string word = rest.substr(0, rest.find(' '));
+    const std::optional<VerdictClass> v = parse_verdict_name(word);
+    if (!v) break;
+    const size_t open = rest.find(" (");
+    const std::string detail = open == std::string::npos ? "" : rest.substr(open + 2, rest.size() - open - 3);
+    if (*v == VerdictClass::Pass) a.outcome = "passes";
+    else if (*v == VerdictClass::Unsupported) a.outcome = "unsupported";
+    // A crash is the same failure only as the same kind of crash: a segfault
+    // alone is not the misaligned address the campaign saw.
+    else if (*v == f.verdict && (*v != VerdictClass::Crash || crash_kind(detail) == crash_kind(f.detail)))
+      a.outcome = "fails";
+    else a.outcome = "fails_differently";
+    return a;
+  }
+  a.outcome = "not_run";
+  if (!run.started) a.line = "could not start: " + run.error;
+  else if (run.timed_out) a.line = fmt::format("killed after {:.0f} s without a verdict", run.seconds);
+  else if (!a.line.empty()) a.line = "unreadable verdict: " + a.line;
+  else if (run.signal) a.line = fmt::format("repro died of signal {} without a verdict", run.signal);
+  else a.line = fmt::format("no verdict (exit {}): {}", run.exit_code, last_line(run.output));
+  return a;
+}
+
+std::string with_alone_provenance(const std::string& case_text, const ReportAlone& alone) {
+  const std::string added = std::string(kAloneProvenance) + alone.outcome + " (" + alone.line + ")\n";
+  std::istringstream in(case_text);
+  std::string out, line;
+  bool placed = false;
+  while (std::getline(in, line)) {
+    if (line.rfind(kAloneProvenance, 0) == 0) continue;  // a run before this one's: replaced
+    if (!placed && line.rfind(kProvenance, 0) != 0) out += added, placed = true;
+    out += line + "\n";
+  }
+  if (!placed) out += added;
+  return out;
+}
+
+int64_t confirm_failures_alone(Report& r, const std::vector<CampaignKernel>& kernels, const RunOptions& run,
+                               const ConfirmAloneOptions& o) {
+  // No worker of this process keeps a context beside the repro's: alone.
+  gpu::stop_worker();
+  std::string scratch_template = (fs::temp_directory_path() / "attnfuzz-alone-XXXXXX").string();
+  const char* scratch_dir = ::mkdtemp(scratch_template.data());
+  const fs::path scratch = scratch_dir ? fs::path(scratch_dir) : fs::temp_directory_path();
+  const auto start = std::chrono::steady_clock::now();
+  int64_t left = 0;
+  for (ReportFailure& f : r.failures) {
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (o.budget_s > 0 && spent > o.budget_s) {
+      ++left;
+      continue;
+    }
+    std::string error;
+    const std::string path = case_path_for(f, scratch, &error);
+    if (path.empty()) {
+      f.alone = {"not_run", "the case could not be written: " + error, 0};
+    } else {
+      std::vector<std::string> argv{o.executable};
+      argv.insert(argv.end(), o.run_args.begin(), o.run_args.end());
+      const std::vector<std::string> repro = repro_arguments(origin_of(f, kernels), run, path, f.verdict);
+      argv.insert(argv.end(), repro.begin(), repro.end());
+      f.alone = alone_outcome(f, path, run_child(argv, o.timeout_s));
+    }
+    f.case_text = with_alone_provenance(f.case_text, f.alone);
+    if (!f.case_file.empty() && path == f.case_file) {
+      std::ifstream in(f.case_file, std::ios::binary);
+      std::stringstream saved;
+      saved << in.rdbuf();
+      std::string why;
+      if (!in.is_open() || !write_file_atomically(f.case_file, with_alone_provenance(saved.str(), f.alone), &why))
+        r.errors.push_back("confirm alone: " + f.case_file + ": " + (why.empty() ? "unreadable" : why));
+    }
+    // The ledger entry of the same repro, so that a merge keeps the outcome.
+    for (ReportFailure& raw : r.raw_failures)
+      if (raw.raw_signature == f.raw_signature && raw.signature == f.signature) {
+        raw.alone = f.alone;
+        raw.case_text = f.case_text;
+      }
+    if (o.on_confirmed) o.on_confirmed(f);
+  }
+  std::error_code ec;
+  if (scratch_dir) fs::remove_all(scratch, ec);
+  return left;
+}
+
+}  // namespace afz

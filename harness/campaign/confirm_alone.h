@@ -1,0 +1,47 @@
+// --confirm-alone: every failure's repro run by itself in a fresh process.
+//
+// A campaign's or audit's worker process runs thousands of cases, and a
+// library keeps state across them: cached plans and graphs, the memory its
+// caching allocator hands back.  A case can fail there and pass alone.  On
+// the H200, torch.cudnn's backward left dQ unwritten for keyless sequences,
+// which read as garbage after other work and as the right zeros in a fresh
+// process, and one of its cases segfaulted only after others
+// (reports/backward/README.md).  A kernel team acts on a repro that fails
+// when they paste it, so each failure's repro is run as that command
+// (`attnfuzz [--kernel-lib ...] repro FILE`) in a child process, and the
+// report and the saved case say what it gave.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness/campaign/campaign.h"
+#include "harness/process/child_process.h"
+
+namespace afz {
+
+struct ConfirmAloneOptions {
+  std::string executable;             // the attnfuzz binary ("/proc/self/exe")
+  std::vector<std::string> run_args;  // global options given before the repro's own (--timeout N)
+  double timeout_s = 0;               // one repro process, its plugin's load included (<= 0: none)
+  double budget_s = 0;                // all of them; past it the rest are not run (<= 0: no limit)
+  std::function<void(const ReportFailure&)> on_confirmed;  // after each one
+};
+
+// What a repro's run says of failure f: the verdict line that `attnfuzz
+// repro` printed for f's kernel on case_path, judged against f's verdict.
+ReportAlone alone_outcome(const ReportFailure& f, const std::string& case_path, const ChildRun& run);
+
+// The case text with a provenance line for `alone` after its leading
+// provenance lines (replacing an earlier one of a run before).
+std::string with_alone_provenance(const std::string& case_text, const ReportAlone& alone);
+
+// Runs the repro of every failure of r (its saved case file, or its case
+// text in a temporary file) and records the outcome in the failure, its
+// raw ledger entry and its saved case file.  `kernels` give each failure's
+// origin (its --kernel-lib), `run` the flags its repro needs.  Returns the
+// failures left unconfirmed for want of budget.
+int64_t confirm_failures_alone(Report& r, const std::vector<CampaignKernel>& kernels, const RunOptions& run,
+                               const ConfirmAloneOptions& o);
+
+}  // namespace afz

@@ -1,0 +1,97 @@
+// `fuzz --confirm-alone` and `audit --confirm-alone`: each failure's repro
+// runs in a fresh `attnfuzz repro` process.  A kernel that goes stale after
+// a few calls in one process (the plugin example's stale build) fails in the
+// campaign and passes alone, and the report, the summary and the saved case
+// say so; a deterministic mutant fails alone, forward and backward.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/harness/cli/cli_process.h"
+#include "tests/temp_dir.h"
+
+namespace afz {
+namespace {
+
+using testing::run_attnfuzz;
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Every failure of the report run alone, with the given outcome, and its
+// saved case carrying the same outcome as a provenance line.
+void expect_alone(const nlohmann::json& report, const std::string& outcome) {
+  ASSERT_FALSE(report["failures"].empty());
+  for (const nlohmann::json& f : report["failures"]) {
+    ASSERT_TRUE(f.contains("alone")) << f.dump();
+    EXPECT_EQ(f["alone"]["outcome"], outcome) << f["alone"].dump();
+    const std::string saved = read_text(f["case_file"].get<std::string>());
+    EXPECT_NE(saved.find("# provenance: alone: " + outcome + " ("), std::string::npos) << saved;
+  }
+}
+
+TEST(ConfirmAloneCli, AStaleKernelFailsInTheCampaignAndPassesAlone) {
+  const testing::TempDir dir("confirm-alone-stale");
+  const auto r = run_attnfuzz(std::string("--kernel-lib ") + ATTNFUZZ_PLUGIN_STALE +
+                              " fuzz -k example.naive_fp32 --cases 200 -j 1 --progress off --confirm-alone -o " +
+                              dir.str());
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // the campaign found it: still a failure of the run
+  EXPECT_NE(r.output.find("confirm alone: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(": passes (example.naive_fp32: pass"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("; alone: passes"), std::string::npos) << r.output;
+  expect_alone(read_json(dir.str() + "/report.json"), "passes");
+  // Every report format says it.
+  EXPECT_NE(read_text(dir.str() + "/junit.xml").find("it fails only after other cases ran in the same process"),
+            std::string::npos);
+  EXPECT_NE(read_text(dir.str() + "/results.sarif").find("\"alone\": \"passes\""), std::string::npos);
+  EXPECT_NE(read_text(dir.str() + "/report.html").find("<dt>alone</dt>"), std::string::npos);
+}
+
+TEST(ConfirmAloneCli, TheSameKernelWithoutStaleStateFailsAlone) {
+  const testing::TempDir dir("confirm-alone-mutant");
+  const auto r = run_attnfuzz("fuzz -k cpu.mutant.acc_not_rescaled --cases 100 -j 2 --progress off --confirm-alone -o " +
+                              dir.str());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_alone(read_json(dir.str() + "/report.json"), "fails");
+}
+
+TEST(ConfirmAloneCli, BackwardFailuresFailAloneWithTheirPass) {
+  const testing::TempDir dir("confirm-alone-bwd");
+  const auto r = run_attnfuzz("fuzz --pass bwd -k cpu.bwd.mutant.ds_no_scale --cases 40 -j 2 --progress off "
+                              "--confirm-alone -o " + dir.str());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(": fails (cpu.bwd.mutant.ds_no_scale [bwd]: "), std::string::npos) << r.output;
+  expect_alone(read_json(dir.str() + "/report.json"), "fails");
+}
+
+TEST(ConfirmAloneCli, AnAuditRecordsItToo) {
+  const testing::TempDir dir("confirm-alone-audit");
+  const auto r = run_attnfuzz(std::string("--kernel-lib ") + ATTNFUZZ_PLUGIN_STALE +
+                              " audit -k example.naive_fp32 --rows '^fp32 d64 nomask mha fixed bhsd$' --time 1 -j 1 "
+                              "--confirm-alone -o " + dir.str());
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // the matrix failed; the note says how
+  expect_alone(read_json(dir.str() + "/report.json"), "passes");
+}
+
+// Without the flag nothing runs alone and the report has no `alone` key.
+TEST(ConfirmAloneCli, OnlyWhenAsked) {
+  const testing::TempDir dir("confirm-alone-off");
+  const auto r = run_attnfuzz("fuzz -k cpu.mutant.acc_not_rescaled --cases 100 -j 2 --progress off -o " + dir.str());
+  EXPECT_EQ(r.output.find("confirm alone"), std::string::npos) << r.output;
+  for (const nlohmann::json& f : read_json(dir.str() + "/report.json")["failures"]) EXPECT_FALSE(f.contains("alone"));
+}
+
+}  // namespace
+}  // namespace afz
