@@ -21,6 +21,12 @@
 #     minimize NAME CORPUS LIST JOBS SECONDS     the same cases through `repro --minimize NAME/`
 #        (JOBS at a time, SECONDS per minimization: reports/pick_minimize.py writes these
 #        lines), then every repro saved there run again with `repro`: the confirmation
+#     confirm SECONDS                            later sweep and cudnn_audit lines run with
+#        --confirm-alone --confirm-time SECONDS (each finding's repro alone in a fresh process,
+#        representatives first) and wait SECONDS longer; `confirm 0` turns it off again
+#     cudnn_audit NAME LIB COVERED_LIST SECONDS JOBS   cuDNN direct's backward (cudnn.sdpa
+#        [bwd], no plugin) on LIB (`system`: the machine's cuDNN 9.14; `torch`: PyTorch's 9.19),
+#        the cells COVERED_LIST's folders leave, the sweep stopped past SECONDS
 # attnfuzz is carried in .carry/; the plugin is built here.
 set -u
 deadline=$((SECONDS + ${1:?DEADLINE_SECONDS}))
@@ -33,6 +39,9 @@ build_torch_plugin 8
 [ -n "$TL" ] || { step "no libtorch plugin: nothing run"; exit 1; }
 export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
 T=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
+CONFIRM=()
+# The outcomes of a log's --confirm-alone lines ("  LABEL: OUTCOME (LINE, S s)"), counted.
+alone_counts() { sed -n '/^confirm alone/,/^attnfuzz /p' "$1" | sed -nE 's/^  [^:]*: ([a-z_]+) \(.*/\1/p' | sort | uniq -c; }
 exec 3< "$plan"
 while read -r -u 3 kind name a b c d e f; do
   case "$kind" in
@@ -72,15 +81,29 @@ while read -r -u 3 kind name a b c d e f; do
         echo "confirm $name rc=$?: $(grep -v '^ ' "$R/confirm_$name.txt" | sed -E 's/^[^ ]+: [^:]+: ([a-z_]+).*/\1/' |
           sort | uniq -c | tr -s ' ' | tr '\n' ';')"
       fi ;;
+    confirm)
+      if [ "$name" -gt 0 ]; then CONFIRM=(--confirm-alone --confirm-time "$name"); else CONFIRM=(); fi
+      step "confirm alone: ${CONFIRM[*]:-off}" ;;
+    cudnn_audit)
+      extra=0; [ "${#CONFIRM[@]}" -gt 0 ] && extra=${CONFIRM[-1]}
+      step "cudnn_audit $name: cudnn.sdpa [bwd] on cuDNN $a, sweep stopped past $c s, $d jobs ${CONFIRM[*]} ($(left) s left)"
+      [ "$(left)" -gt $((c + 70 + extra)) ] || { echo "no time"; continue; }
+      if [ "$a" = system ]; then lib=$(ls /usr/lib/x86_64-linux-gnu/libcudnn.so.9); else lib=$TORCH_CUDNN; fi
+      ATTNFUZZ_CUDNN_LIB=$lib audit_cudnn_bwd "$name" "$d" "$c" 10 "$b"
+      tail -1 "$R/$name.log"; grep -m1 'cases in' "$R/$name.log"; grep -h '^  F[0-9]' "$R/$name.log" | head -40
+      alone_counts "$R/$name.log" ;;
     sweep)
-      step "sweep $name: $a pass of $b, rows '$c', sweep stopped past $d s, $e jobs ($(left) s left)"
-      [ "$(left)" -gt $((d + 60)) ] || { echo "no time"; continue; }
+      extra=0; [ "${#CONFIRM[@]}" -gt 0 ] && extra=${CONFIRM[-1]}
+      step "sweep $name: $a pass of $b, rows '$c', sweep stopped past $d s, $e jobs ${CONFIRM[*]} ($(left) s left)"
+      [ "$(left)" -gt $((d + 60 + extra)) ] || { echo "no time"; continue; }
       skip=()
       [ -n "$f" ] && skip=(--skip-covered $(unpack_reports "/tmp/covered_$name" $(cat "$f")))
       timeout -k 20 $(($(left) - 20)) $AF --kernel-lib "$TL" audit --pass "$a" --kernel "$b" --rows "$c" "${skip[@]}" \
-        --sweep-time "$d" --time 40 --jobs "$e" --minimize-time 1 --minimize-budget 5 --out "$R/$name" > "$R/$name.log" 2>&1
+        --sweep-time "$d" --time 40 --jobs "$e" --minimize-time 1 --minimize-budget 5 "${CONFIRM[@]}" \
+        --out "$R/$name" > "$R/$name.log" 2>&1
       echo "sweep $name rc=$?: $(grep -m1 'cases in' "$R/$name.log")"
-      grep -h '^  F[0-9]' "$R/$name.log" | head -40 ;;
+      grep -h '^  F[0-9]' "$R/$name.log" | head -40
+      alone_counts "$R/$name.log" ;;
     ''|'#'*) ;;
     *) echo "plan line not understood: $kind" ;;
   esac

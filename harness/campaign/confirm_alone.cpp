@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "harness/case/atomic_file.h"
+#include "harness/report/findings.h"
 #include "harness/run/gpu/gpu_run.h"
 
 namespace afz {
@@ -83,6 +84,18 @@ std::string with_alone_provenance(const std::string& case_text, const ReportAlon
   return out;
 }
 
+std::vector<size_t> alone_order(const std::vector<ReportFailure>& failures) {
+  std::vector<size_t> order;
+  std::vector<bool> placed(failures.size(), false);
+  for (const ReportFinding& g : group_findings(failures)) {
+    order.push_back(g.representative);
+    placed[g.representative] = true;
+  }
+  for (size_t i = 0; i < failures.size(); ++i)
+    if (!placed[i]) order.push_back(i);
+  return order;
+}
+
 int64_t confirm_failures_alone(Report& r, const std::vector<CampaignKernel>& kernels, const RunOptions& run,
                                const ConfirmAloneOptions& o) {
   // No worker of this process keeps a context beside the repro's: alone.
@@ -92,7 +105,8 @@ int64_t confirm_failures_alone(Report& r, const std::vector<CampaignKernel>& ker
   const fs::path scratch = scratch_dir ? fs::path(scratch_dir) : fs::temp_directory_path();
   const auto start = std::chrono::steady_clock::now();
   int64_t left = 0;
-  for (ReportFailure& f : r.failures) {
+  for (const size_t i : alone_order(r.failures)) {
+    ReportFailure& f = r.failures[i];
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (o.budget_s > 0 && spent > o.budget_s) {
       ++left;

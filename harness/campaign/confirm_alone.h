@@ -36,6 +36,13 @@ ReportAlone alone_outcome(const ReportFailure& f, const std::string& case_path, 
 // provenance lines (replacing an earlier one of a run before).
 std::string with_alone_provenance(const std::string& case_text, const ReportAlone& alone);
 
+// The order the failures are run alone in: each finding's representative
+// (the smallest variant, whose repro the summary prints) first, in finding
+// order, then the other variants in report order.  A budget then covers
+// every distinct defect before a second variant of any (an H200 sweep of
+// torch.cudnn [bwd] meets a thousand signatures, a handful of findings).
+std::vector<size_t> alone_order(const std::vector<ReportFailure>& failures);
+
 // Runs the repro of every failure of r (its saved case file, or its case
 // text in a temporary file) and records the outcome in the failure, its
 // raw ledger entry and its saved case file.  `kernels` give each failure's

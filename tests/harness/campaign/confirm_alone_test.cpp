@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "harness/report/findings.h"
+
 namespace afz {
 namespace {
 
@@ -73,6 +77,30 @@ TEST(AloneOutcome, NoVerdictSaysWhy) {
   ChildRun missing;
   missing.error = "/x: No such file or directory";
   EXPECT_EQ(alone_outcome(f, "c.case", missing).line, "could not start: /x: No such file or directory");
+}
+
+// Two findings of one kernel (different verdicts and needs), the second's
+// smaller variant listed last: representatives first, then the rest.
+TEST(AloneOrder, EachFindingsRepresentativeFirst) {
+  std::vector<ReportFailure> fs(4);
+  const char* signatures[] = {"k|nan_inf|bool_mask:random,dtype=bf16|q128.k128", "k|crash|row_gap|q16.k16",
+                              "k|nan_inf|bool_mask:random,dtype=bf16|q1.k1", "k|crash|row_gap|q1.k1"};
+  for (size_t i = 0; i < fs.size(); ++i) {
+    fs[i] = failure(i % 2 ? VerdictClass::Crash : VerdictClass::NanInf);
+    fs[i].kernel = "k";
+    fs[i].signature = fs[i].raw_signature = signatures[i];
+    fs[i].case_text = std::string("attnfuzz-case 1\nbatch 1\nseqlen_q ") + (i < 2 ? "16" : "1") + "\nseqlen_k " +
+                      (i < 2 ? "16" : "1") + "\n";
+  }
+  const std::vector<size_t> order = alone_order(fs);
+  ASSERT_EQ(order.size(), 4u);
+  const std::vector<ReportFinding> findings = group_findings(fs);
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(findings[0].representative, 2u);  // the smaller variants: not the report order
+  EXPECT_EQ(findings[1].representative, 3u);
+  EXPECT_EQ(order[0], findings[0].representative);
+  EXPECT_EQ(order[1], findings[1].representative);
+  EXPECT_EQ(std::set<size_t>(order.begin(), order.end()).size(), 4u);  // each once
 }
 
 TEST(AloneProvenance, AfterTheProvenanceLinesAndReplacingAnEarlierOne) {
