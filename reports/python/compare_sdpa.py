@@ -9,6 +9,7 @@ or both fail with the same verdict), and every cell where they disagree.
 Usage: compare_sdpa.py REPORT.json [--list N]
 """
 import json
+import lzma
 import sys
 from collections import Counter
 
@@ -37,7 +38,8 @@ def main(argv):
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
         return 2
     listed = int(argv[argv.index("--list") + 1]) if "--list" in argv else 10
-    report = json.load(open(argv[1]))
+    opener = lzma.open if argv[1].endswith(".xz") else open  # committed reports may be xz'd
+    report = json.load(opener(argv[1], "rt"))
     print("| backend | cells both ran | agree | disagree | of which rows without " + "/".join(PATH_FEATURES)
           + " | libtorch only | Python only |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
