@@ -24,9 +24,14 @@
 #     confirm SECONDS                            later sweep and cudnn_audit lines run with
 #        --confirm-alone --confirm-time SECONDS (each finding's repro alone in a fresh process,
 #        representatives first) and wait SECONDS longer; `confirm 0` turns it off again
-#     cudnn_audit NAME LIB COVERED_LIST SECONDS JOBS   cuDNN direct's backward (cudnn.sdpa
-#        [bwd], no plugin) on LIB (`system`: the machine's cuDNN 9.14; `torch`: PyTorch's 9.19),
-#        the cells COVERED_LIST's folders leave, the sweep stopped past SECONDS
+#     cudnn_audit NAME LIB COVERED_LIST SECONDS JOBS [ROWS_REGEX]   cuDNN direct's backward
+#        (cudnn.sdpa [bwd], no plugin) on LIB (`system`: the machine's cuDNN 9.14; `torch`:
+#        PyTorch's 9.19), the cells COVERED_LIST's folders leave (an empty file: none), the
+#        sweep stopped past SECONDS, only the rows ROWS_REGEX finds when given
+#     cudnn_repro NAME CORPUS LIST LIB           as repro (one job), for cudnn.sdpa cases: no plugin
+#        loaded, cuDNN LIB (`system` or `torch`)
+#     cudnn_lib LIB                              later lines' cuDNN (ATTNFUZZ_CUDNN_LIB): `system`
+#        or `torch` (the default: PyTorch's, which its libtorch needs)
 # attnfuzz is carried in .carry/; the plugin is built here.
 set -u
 deadline=$((SECONDS + ${1:?DEADLINE_SECONDS}))
@@ -84,12 +89,22 @@ while read -r -u 3 kind name a b c d e f; do
     confirm)
       if [ "$name" -gt 0 ]; then CONFIRM=(--confirm-alone --confirm-time "$name"); else CONFIRM=(); fi
       step "confirm alone: ${CONFIRM[*]:-off}" ;;
+    cudnn_repro)
+      step "re-run $name: the cases of $b from $a on cuDNN $c, one job ($(left) s left)"
+      if [ "$c" = system ]; then lib=$(ls /usr/lib/x86_64-linux-gnu/libcudnn.so.9); else lib=$TORCH_CUDNN; fi
+      sed "s|^|$a/|" "$b" > "/tmp/$name.list"
+      ATTNFUZZ_CUDNN_LIB=$lib REPRO_JOBS=1 repro "$name" "@/tmp/$name.list"
+      grep -o '\[bwd\]: [a-z_]*' "$R/repro_$name.txt" | sort | uniq -c ;;
+    cudnn_lib)
+      if [ "$name" = system ]; then export ATTNFUZZ_CUDNN_LIB=$(ls /usr/lib/x86_64-linux-gnu/libcudnn.so.9)
+      else export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN; fi
+      step "cuDNN for the lines after this: $ATTNFUZZ_CUDNN_LIB" ;;
     cudnn_audit)
       extra=0; [ "${#CONFIRM[@]}" -gt 0 ] && extra=${CONFIRM[-1]}
       step "cudnn_audit $name: cudnn.sdpa [bwd] on cuDNN $a, sweep stopped past $c s, $d jobs ${CONFIRM[*]} ($(left) s left)"
       [ "$(left)" -gt $((c + 70 + extra)) ] || { echo "no time"; continue; }
       if [ "$a" = system ]; then lib=$(ls /usr/lib/x86_64-linux-gnu/libcudnn.so.9); else lib=$TORCH_CUDNN; fi
-      ATTNFUZZ_CUDNN_LIB=$lib audit_cudnn_bwd "$name" "$d" "$c" 10 "$b"
+      ATTNFUZZ_CUDNN_LIB=$lib audit_cudnn_bwd "$name" "$d" "$c" 10 "$b" "$e"
       tail -1 "$R/$name.log"; grep -m1 'cases in' "$R/$name.log"; grep -h '^  F[0-9]' "$R/$name.log" | head -40
       alone_counts "$R/$name.log" ;;
     sweep)

@@ -41,6 +41,13 @@ RunError ensure(DeviceBuffer* b, size_t bytes, const char* what) {
   return {};
 }
 
+RunError poisoned_workspace(DeviceBuffer* workspace, size_t bytes, cudaStream_t stream) {
+  AFZ_TRY(ensure(workspace, bytes, "cuDNN workspace"));
+  if (bytes > 0)
+    AFZ_TRY_CUDA(cudaMemsetAsync(workspace->ptr, kNanFillByte, bytes, stream), "cudaMemsetAsync (cuDNN workspace)");
+  return {};
+}
+
 SdpaPlan* PlanCache::find(const std::string& key) {
   auto it = index_.find(key);
   if (it == index_.end()) return nullptr;

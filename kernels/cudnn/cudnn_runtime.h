@@ -41,6 +41,18 @@ struct DeviceBuffer {
 // Grows `b` to at least `bytes` (cudaMalloc: 256-byte aligned).
 RunError ensure(DeviceBuffer* b, size_t bytes, const char* what);
 
+// Every byte 0xFF: NaN in fp32, fp16 and bf16 alike.
+inline constexpr int kNanFillByte = 0xFF;
+
+// The plan's workspace, grown to `bytes` and filled with NaN bytes on
+// `stream` before each execution.  Its contents on entry are the library's
+// to define, not ours: a kernel that reads its workspace before writing it
+// then gives NaN in every process, instead of zeros in a fresh one (cudaMalloc)
+// and an earlier case's data in a worker that ran others (on the H200 cuDNN
+// 9.14's GQA backward summed dK and dV of keys whose sequence has no query
+// from such memory: reports/backward/README.md, session 13).
+RunError poisoned_workspace(DeviceBuffer* workspace, size_t bytes, cudaStream_t stream);
+
 // Least recently used plans, by graph key.  Each holds a compiled kernel; a
 // fuzz campaign visits many shapes, an audit sweeps a grid: `capacity` plans
 // cover a grid's working set without holding hundreds of modules.

@@ -29,10 +29,8 @@ constexpr size_t kCudnn9_23_0 = 92300;
 constexpr int kMaxHeadDimBefore9_23 = 128;
 // Backward plans kept per worker (see the forward's cache).
 constexpr size_t kPlanCacheEntries = 64;
-// Every byte 0xFF: a NaN in fp16 and bf16 alike.  cuDNN's gradient scratch
-// starts as NaN so that an element cuDNN never writes reaches the verdict
-// as NaN, not as a plausible zero.
-constexpr int kNanFill = 0xFF;
+// cuDNN's gradient scratch starts as NaN (kNanFillByte) so that an element
+// cuDNN never writes reaches the verdict as NaN, not as a plausible zero.
 
 // The dense scratch tensors cuDNN is given.
 enum class Scratch : int { Q, K, V, O, DO, Lse, DQ, DK, DV, DQAccum, Count };
@@ -119,7 +117,7 @@ class Runner {
     // cuDNN's backward sums dQ with atomics in its default (accumulator)
     // form: the kernel is declared nondeterministic, so such engines may run.
     AFZ_TRY(cached_plan(lib_, &s_.plans, handle_, device_, graph, Determinism::Allowed, &plan));
-    AFZ_TRY(ensure(&s_.workspace, size_t(plan->workspace_bytes), "cuDNN workspace"));
+    AFZ_TRY(poisoned_workspace(&s_.workspace, size_t(plan->workspace_bytes), stream_));
     AFZ_TRY(clear_outputs());
     AFZ_TRY(execute_plan(lib_, handle_, graph, *plan, [this](Binding b) { return pointer(b); }, s_.workspace.ptr));
     AFZ_TRY(scatter_gradients());
@@ -174,9 +172,9 @@ class Runner {
 
   RunError clear_outputs() {
     const afz_dtype io = f_.q.dtype;
-    AFZ_TRY(scratch(Scratch::DQ, io, q_dims(f_.head_dim), kNanFill, &dq_));
-    AFZ_TRY(scratch(Scratch::DK, io, kv_dims(f_.head_dim), kNanFill, &dk_));
-    AFZ_TRY(scratch(Scratch::DV, io, kv_dims(f_.head_dim_v), kNanFill, &dv_));
+    AFZ_TRY(scratch(Scratch::DQ, io, q_dims(f_.head_dim), kNanFillByte, &dq_));
+    AFZ_TRY(scratch(Scratch::DK, io, kv_dims(f_.head_dim), kNanFillByte, &dk_));
+    AFZ_TRY(scratch(Scratch::DV, io, kv_dims(f_.head_dim_v), kNanFillByte, &dv_));
     // The engine adds every key block's dQ into the accumulator: it must start at zero.
     AFZ_TRY(scratch(Scratch::DQAccum, AFZ_F32, q_dims(f_.head_dim), 0, &dq_acc_));
     return {};

@@ -99,7 +99,7 @@ class Runner {
 
     SdpaPlan* plan = nullptr;
     AFZ_TRY(cached_plan(lib_, &s_.plans, handle_, device_, graph, Determinism::Required, &plan));
-    AFZ_TRY(ensure(&s_.workspace, size_t(plan->workspace_bytes), "cuDNN workspace"));
+    AFZ_TRY(poisoned_workspace(&s_.workspace, size_t(plan->workspace_bytes), stream_));
     AFZ_TRY(execute(graph, *plan));
     AFZ_TRY(copy_back_valid_rows());
     // The session's buffers (seq lengths, bias, scratch, workspace) serve the
