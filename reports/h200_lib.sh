@@ -52,13 +52,15 @@ unpack_reports() {  # dest dir...
 # list file leave, into $R/NAME (log $R/NAME.log); ATTNFUZZ_CUDNN_LIB picks the library.
 # CONFIRM (an array, default empty) adds its flags (`--confirm-alone --confirm-time S`) and S to the limit;
 # a sixth argument, a regex, sweeps only the rows it finds (--rows).  An empty list file skips nothing.
+# CUDNN_PASS=fwd CUDNN_KERNELS=cudnn.sdpa,cudnn.sdpa.raw audits the forward instead (issue 12's kernels).
 audit_cudnn_bwd() {  # name jobs sweep-seconds minimize-budget-seconds list-file [rows-regex]
   local covered extra=0 skip=() rows=()
   covered=$(unpack_reports "/tmp/covered_$1" $(cat "$5"))
   [ -n "$covered" ] && skip=(--skip-covered $covered)
   [ -n "${6:-}" ] && rows=(--rows "$6")
   [ "${#CONFIRM[@]}" -gt 0 ] && extra=${CONFIRM[-1]}
-  timeout -k 20 $(($3 + 70 + extra)) $AF audit --pass bwd --kernel cudnn.sdpa --shard 0/1 "${skip[@]}" "${rows[@]}" \
+  timeout -k 20 $(($3 + 70 + extra)) $AF audit --pass "${CUDNN_PASS:-bwd}" --kernel "${CUDNN_KERNELS:-cudnn.sdpa}" \
+    --shard 0/1 "${skip[@]}" "${rows[@]}" \
     --sweep-time "$3" --time 4 --jobs "$2" --minimize-time 2 --minimize-budget "$4" "${CONFIRM[@]}" \
     --out "$R/$1" > "$R/$1.log" 2>&1
   echo "$1 audit rc=$?" >> "$R/$1.log"

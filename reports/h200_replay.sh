@@ -28,6 +28,8 @@
 #        (cudnn.sdpa [bwd], no plugin) on LIB (`system`: the machine's cuDNN 9.14; `torch`:
 #        PyTorch's 9.19), the cells COVERED_LIST's folders leave (an empty file: none), the
 #        sweep stopped past SECONDS, only the rows ROWS_REGEX finds when given
+#     cudnn_fwd_audit NAME LIB COVERED_LIST SECONDS JOBS [ROWS_REGEX]   the same for the forward
+#        of cudnn.sdpa and cudnn.sdpa.raw (the kernels, and so the rows and cases, of issue 12's audits)
 #     cudnn_repro NAME CORPUS LIST LIB           as repro (one job), for cudnn.sdpa cases: no plugin
 #        loaded, cuDNN LIB (`system` or `torch`)
 #     cudnn_lib LIB                              later lines' cuDNN (ATTNFUZZ_CUDNN_LIB): `system`
@@ -99,12 +101,14 @@ while read -r -u 3 kind name a b c d e f; do
       if [ "$name" = system ]; then export ATTNFUZZ_CUDNN_LIB=$(ls /usr/lib/x86_64-linux-gnu/libcudnn.so.9)
       else export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN; fi
       step "cuDNN for the lines after this: $ATTNFUZZ_CUDNN_LIB" ;;
-    cudnn_audit)
+    cudnn_audit|cudnn_fwd_audit)
       extra=0; [ "${#CONFIRM[@]}" -gt 0 ] && extra=${CONFIRM[-1]}
-      step "cudnn_audit $name: cudnn.sdpa [bwd] on cuDNN $a, sweep stopped past $c s, $d jobs ${CONFIRM[*]} ($(left) s left)"
+      pass=bwd kernels=cudnn.sdpa
+      [ "$kind" = cudnn_fwd_audit ] && pass=fwd kernels=cudnn.sdpa,cudnn.sdpa.raw
+      step "$kind $name: $kernels [$pass] on cuDNN $a, sweep stopped past $c s, $d jobs ${CONFIRM[*]} ($(left) s left)"
       [ "$(left)" -gt $((c + 70 + extra)) ] || { echo "no time"; continue; }
       if [ "$a" = system ]; then lib=$(ls /usr/lib/x86_64-linux-gnu/libcudnn.so.9); else lib=$TORCH_CUDNN; fi
-      ATTNFUZZ_CUDNN_LIB=$lib audit_cudnn_bwd "$name" "$d" "$c" 10 "$b" "$e"
+      ATTNFUZZ_CUDNN_LIB=$lib CUDNN_PASS=$pass CUDNN_KERNELS=$kernels audit_cudnn_bwd "$name" "$d" "$c" 10 "$b" "$e"
       tail -1 "$R/$name.log"; grep -m1 'cases in' "$R/$name.log"; grep -h '^  F[0-9]' "$R/$name.log" | head -40
       alone_counts "$R/$name.log" ;;
     sweep)
