@@ -11,7 +11,9 @@ h200_begin() {  # name
   AF=$PWD/.carry/attnfuzz
   export PATH=/opt/torch/.venv/bin:$PATH
   step machine
-  git log -1 --format='commit %H %s' 2>/dev/null || true
+  # The device's copy of the tree carries a .git that need not follow it (session 13 saw 43a51be on
+  # every call): the binaries say which commit they were built from (.carry/COMMIT, see README).
+  echo "binaries: $(cat .carry/COMMIT 2>/dev/null || echo 'no .carry/COMMIT')"
   nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
   nproc
   # The memory's error counters before the work (a GPU that needs a reset after uncorrectable
