@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "harness/case/atomic_file.h"
 #include "harness/report/findings.h"
@@ -19,15 +22,6 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kProvenance = "# provenance: ";
 constexpr std::string_view kAloneProvenance = "# provenance: alone: ";
-
-// Where a failure's repro is read from: its saved case, else its case text
-// written into `scratch`.
-std::string case_path_for(const ReportFailure& f, const fs::path& scratch, std::string* error) {
-  std::error_code ec;
-  if (!f.case_file.empty() && fs::is_regular_file(f.case_file, ec)) return f.case_file;
-  const std::string path = (scratch / "repro.case").string();
-  return write_file_atomically(path, f.case_text, error) ? path : "";
-}
 
 std::string origin_of(const ReportFailure& f, const std::vector<CampaignKernel>& kernels) {
   for (const CampaignKernel& k : kernels)
@@ -96,49 +90,83 @@ std::vector<size_t> alone_order(const std::vector<ReportFailure>& failures) {
   return order;
 }
 
+namespace {
+
+// Failure f's repro, run alone: its outcome.  `scratch_case` is where its
+// case text goes when it has no saved case file.
+ReportAlone run_alone(const ReportFailure& f, const std::vector<CampaignKernel>& kernels, const RunOptions& run,
+                      const ConfirmAloneOptions& o, const std::string& scratch_case, std::string* path) {
+  std::error_code ec;
+  *path = !f.case_file.empty() && fs::is_regular_file(f.case_file, ec) ? f.case_file : scratch_case;
+  std::string error;
+  if (*path == scratch_case && !write_file_atomically(scratch_case, f.case_text, &error))
+    return {"not_run", "the case could not be written: " + error, 0};
+  std::vector<std::string> argv{o.executable};
+  argv.insert(argv.end(), o.run_args.begin(), o.run_args.end());
+  const std::vector<std::string> repro = repro_arguments(origin_of(f, kernels), run, *path, f.verdict);
+  argv.insert(argv.end(), repro.begin(), repro.end());
+  return alone_outcome(f, *path, run_child(argv, o.timeout_s));
+}
+
+// The outcome recorded where the failure lives: its case text, its saved
+// case file, and its ledger entry (so that a merge keeps it).
+void record_alone(Report& r, ReportFailure& f, const std::string& path) {
+  f.case_text = with_alone_provenance(f.case_text, f.alone);
+  if (!f.case_file.empty() && path == f.case_file) {
+    std::ifstream in(f.case_file, std::ios::binary);
+    std::stringstream saved;
+    saved << in.rdbuf();
+    std::string why;
+    if (!in.is_open() || !write_file_atomically(f.case_file, with_alone_provenance(saved.str(), f.alone), &why))
+      r.errors.push_back("confirm alone: " + f.case_file + ": " + (why.empty() ? "unreadable" : why));
+  }
+  for (ReportFailure& raw : r.raw_failures)
+    if (raw.raw_signature == f.raw_signature && raw.signature == f.signature) {
+      raw.alone = f.alone;
+      raw.case_text = f.case_text;
+    }
+}
+
+}  // namespace
+
 int64_t confirm_failures_alone(Report& r, const std::vector<CampaignKernel>& kernels, const RunOptions& run,
                                const ConfirmAloneOptions& o) {
-  // No worker of this process keeps a context beside the repro's: alone.
+  // No worker of this process keeps a context beside the repros': alone.
   gpu::stop_worker();
   std::string scratch_template = (fs::temp_directory_path() / "attnfuzz-alone-XXXXXX").string();
   const char* scratch_dir = ::mkdtemp(scratch_template.data());
   const fs::path scratch = scratch_dir ? fs::path(scratch_dir) : fs::temp_directory_path();
+  const std::vector<size_t> order = alone_order(r.failures);
+  std::vector<std::string> paths(r.failures.size());
+  std::vector<char> ran(r.failures.size(), 0);  // not vector<bool>: jobs set different elements at once
   const auto start = std::chrono::steady_clock::now();
+  std::atomic<size_t> next{0};
+  std::mutex report_mu;
+  // Each job takes the next failure in order; none starts past the budget.
+  // Jobs write only their own failures' outcomes; the rest waits for all.
+  auto job = [&] {
+    for (size_t n; (n = next.fetch_add(1)) < order.size();) {
+      const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (o.budget_s > 0 && spent > o.budget_s) return;
+      ReportFailure& f = r.failures[order[n]];
+      const std::string scratch_case = (scratch / fmt::format("repro-{}.case", order[n])).string();
+      f.alone = run_alone(f, kernels, run, o, scratch_case, &paths[order[n]]);
+      ran[order[n]] = 1;
+      const std::lock_guard<std::mutex> lock(report_mu);
+      if (o.on_confirmed) o.on_confirmed(f);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int j = 1; j < std::min<int>(std::max(o.jobs, 1), int(order.size())); ++j) threads.emplace_back(job);
+  job();
+  for (std::thread& t : threads) t.join();
   int64_t left = 0;
-  for (const size_t i : alone_order(r.failures)) {
-    ReportFailure& f = r.failures[i];
-    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (o.budget_s > 0 && spent > o.budget_s) {
+  for (const size_t i : order) {
+    if (!ran[i]) {
       ++left;
       continue;
     }
-    std::string error;
-    const std::string path = case_path_for(f, scratch, &error);
-    if (path.empty()) {
-      f.alone = {"not_run", "the case could not be written: " + error, 0};
-    } else {
-      std::vector<std::string> argv{o.executable};
-      argv.insert(argv.end(), o.run_args.begin(), o.run_args.end());
-      const std::vector<std::string> repro = repro_arguments(origin_of(f, kernels), run, path, f.verdict);
-      argv.insert(argv.end(), repro.begin(), repro.end());
-      f.alone = alone_outcome(f, path, run_child(argv, o.timeout_s));
-    }
-    f.case_text = with_alone_provenance(f.case_text, f.alone);
-    if (!f.case_file.empty() && path == f.case_file) {
-      std::ifstream in(f.case_file, std::ios::binary);
-      std::stringstream saved;
-      saved << in.rdbuf();
-      std::string why;
-      if (!in.is_open() || !write_file_atomically(f.case_file, with_alone_provenance(saved.str(), f.alone), &why))
-        r.errors.push_back("confirm alone: " + f.case_file + ": " + (why.empty() ? "unreadable" : why));
-    }
-    // The ledger entry of the same repro, so that a merge keeps the outcome.
-    for (ReportFailure& raw : r.raw_failures)
-      if (raw.raw_signature == f.raw_signature && raw.signature == f.signature) {
-        raw.alone = f.alone;
-        raw.case_text = f.case_text;
-      }
-    if (o.on_confirmed) o.on_confirmed(f);
+    record_alone(r, r.failures[i], paths[i]);
   }
   std::error_code ec;
   if (scratch_dir) fs::remove_all(scratch, ec);

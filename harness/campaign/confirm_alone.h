@@ -25,6 +25,10 @@ struct ConfirmAloneOptions {
   std::vector<std::string> run_args;  // global options given before the repro's own (--timeout N)
   double timeout_s = 0;               // one repro process, its plugin's load included (<= 0: none)
   double budget_s = 0;                // all of them; past it the rest are not run (<= 0: no limit)
+  // Repros run at once, each its own process.  Each GPU repro holds a CUDA
+  // context, and on the H200 a faulting kernel's context beside others lost
+  // the GPU (gpu_run.h, limit_workers): keep 1 for kernels that fault.
+  int jobs = 1;
   std::function<void(const ReportFailure&)> on_confirmed;  // after each one
 };
 
@@ -46,7 +50,8 @@ std::vector<size_t> alone_order(const std::vector<ReportFailure>& failures);
 // Runs the repro of every failure of r (its saved case file, or its case
 // text in a temporary file) and records the outcome in the failure, its
 // raw ledger entry and its saved case file.  `kernels` give each failure's
-// origin (its --kernel-lib), `run` the flags its repro needs.  Returns the
+// origin (its --kernel-lib), `run` the flags its repro needs.  The
+// outcomes do not depend on o.jobs without a budget (on_confirmed's order does).  Returns the
 // failures left unconfirmed for want of budget.
 int64_t confirm_failures_alone(Report& r, const std::vector<CampaignKernel>& kernels, const RunOptions& run,
                                const ConfirmAloneOptions& o);

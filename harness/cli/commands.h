@@ -77,6 +77,7 @@ void print_summary(const Report& r, const std::string& report_dir);
 struct ConfirmAloneArgs {
   bool enabled = false;
   double budget_s = 0;  // 0: no limit
+  int jobs = 1;
 };
 void add_confirm_alone_options(CLI::App* sub, ConfirmAloneArgs& a);
 // When asked: each failure's repro run alone (a line printed for each),

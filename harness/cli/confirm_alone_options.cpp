@@ -23,18 +23,25 @@ void add_confirm_alone_options(CLI::App* sub, ConfirmAloneArgs& a) {
   sub->add_option("--confirm-time", a.budget_s,
                   "seconds for all the --confirm-alone repros together; past it the rest are not run (0: no limit)")
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--confirm-jobs", a.jobs,
+                  "--confirm-alone repros run at once, each its own process (and GPU context: keep 1 for kernels "
+                  "that fault)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
 }
 
 void confirm_alone_if_asked(const ConfirmAloneArgs& a, const Globals& g, const RunOptions& run,
                             const std::vector<CampaignKernel>& kernels, Report& r) {
   if (!a.enabled || r.failures.empty()) return;
-  fmt::print("\nconfirm alone: {} failure repro(s), each in a fresh `attnfuzz repro` process\n", r.failures.size());
+  fmt::print("\nconfirm alone: {} failure repro(s), each in a fresh `attnfuzz repro` process, {} at a time\n",
+             r.failures.size(), a.jobs);
   std::fflush(stdout);
   ConfirmAloneOptions o;
   o.executable = "/proc/self/exe";
   o.run_args = {"--timeout", fmt::format("{}", g.timeout_s)};
   o.timeout_s = 2 * g.timeout_s + kReproOverheadS;  // a determinism check runs the kernel twice
   o.budget_s = a.budget_s;
+  o.jobs = a.jobs;
   o.on_confirmed = [](const ReportFailure& f) {
     fmt::print("  {}: {} ({}, {:.1f} s)\n", failure_label(f), f.alone.outcome, f.alone.line, f.alone.seconds);
     std::fflush(stdout);

@@ -5,10 +5,13 @@
 // say so; a deterministic mutant fails alone, forward and backward.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "tests/harness/cli/cli_process.h"
 #include "tests/temp_dir.h"
@@ -85,12 +88,36 @@ TEST(ConfirmAloneCli, AnAuditRecordsItToo) {
   expect_alone(read_json(dir.str() + "/report.json"), "passes");
 }
 
+// --confirm-jobs runs the repros side by side; what each gives does not
+// depend on it (the stale kernel passes alone whatever the jobs).
+TEST(ConfirmAloneCli, JobsDoNotChangeTheOutcomes) {
+  std::vector<std::vector<std::string>> outcomes;
+  for (const char* jobs : {"1", "3"}) {
+    const testing::TempDir dir(std::string("confirm-alone-jobs") + jobs);
+    const auto r = run_attnfuzz(std::string("--kernel-lib ") + ATTNFUZZ_PLUGIN_STALE +
+                                " fuzz -k example.naive_fp32,cpu.mutant.acc_not_rescaled --cases 150 -j 2 "
+                                "--progress off --confirm-alone --confirm-jobs " + jobs + " -o " + dir.str());
+    EXPECT_NE(r.output.find(std::string(", ") + jobs + " at a time"), std::string::npos) << r.output;
+    std::vector<std::string> mine;
+    const nlohmann::json report = read_json(dir.str() + "/report.json");  // kept: the loop reads into it
+    for (const nlohmann::json& f : report["failures"])
+      mine.push_back(f["kernel"].get<std::string>() + " " + f["alone"]["outcome"].get<std::string>());
+    outcomes.push_back(mine);
+  }
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0], outcomes[1]);
+  EXPECT_NE(std::find(outcomes[0].begin(), outcomes[0].end(), "example.naive_fp32 passes"), outcomes[0].end());
+  EXPECT_NE(std::find(outcomes[0].begin(), outcomes[0].end(), "cpu.mutant.acc_not_rescaled fails"), outcomes[0].end());
+}
+
 // Without the flag nothing runs alone and the report has no `alone` key.
 TEST(ConfirmAloneCli, OnlyWhenAsked) {
   const testing::TempDir dir("confirm-alone-off");
   const auto r = run_attnfuzz("fuzz -k cpu.mutant.acc_not_rescaled --cases 100 -j 2 --progress off -o " + dir.str());
   EXPECT_EQ(r.output.find("confirm alone"), std::string::npos) << r.output;
-  for (const nlohmann::json& f : read_json(dir.str() + "/report.json")["failures"]) EXPECT_FALSE(f.contains("alone"));
+  const nlohmann::json report = read_json(dir.str() + "/report.json");
+  ASSERT_FALSE(report["failures"].empty());
+  for (const nlohmann::json& f : report["failures"]) EXPECT_FALSE(f.contains("alone"));
 }
 
 }  // namespace
