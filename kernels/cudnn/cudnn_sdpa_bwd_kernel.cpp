@@ -29,8 +29,6 @@ constexpr size_t kCudnn9_23_0 = 92300;
 constexpr int kMaxHeadDimBefore9_23 = 128;
 // Backward plans kept per worker (see the forward's cache).
 constexpr size_t kPlanCacheEntries = 64;
-// cuDNN's gradient scratch starts as NaN (kNanFillByte) so that an element
-// cuDNN never writes reaches the verdict as NaN, not as a plausible zero.
 
 // The dense scratch tensors cuDNN is given.
 enum class Scratch : int { Q, K, V, O, DO, Lse, DQ, DK, DV, DQAccum, Count };
@@ -170,6 +168,8 @@ class Runner {
     return {};
   }
 
+  // The gradient scratch starts as NaN (kNanFillByte), so that an element
+  // cuDNN never writes reaches the verdict as NaN, not as a plausible zero.
   RunError clear_outputs() {
     const afz_dtype io = f_.q.dtype;
     AFZ_TRY(scratch(Scratch::DQ, io, q_dims(f_.head_dim), kNanFillByte, &dq_));
