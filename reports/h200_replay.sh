@@ -34,6 +34,11 @@
 #        loaded, cuDNN LIB (`system` or `torch`)
 #     cudnn_lib LIB                              later lines' cuDNN (ATTNFUZZ_CUDNN_LIB): `system`
 #        or `torch` (the default: PyTorch's, which its libtorch needs)
+#     report_confirm NAME REPORT_DIR JOBS SECONDS [LIB]   `attnfuzz report confirm` on a copy of
+#        REPORT_DIR (a committed report folder, its .xz files unpacked) in NAME/: the repros its
+#        run left unconfirmed, each alone in a fresh process, JOBS at a time, for at most SECONDS;
+#        LIB `torch` (the default: the libtorch plugin loaded, PyTorch's cuDNN) or `system`
+#        (cudnn.sdpa on the machine's cuDNN 9.14, no plugin)
 # attnfuzz is carried in .carry/; the plugin is built here.
 set -u
 deadline=$((SECONDS + ${1:?DEADLINE_SECONDS}))
@@ -101,6 +106,19 @@ while read -r -u 3 kind name a b c d e f; do
       if [ "$name" = system ]; then export ATTNFUZZ_CUDNN_LIB=$(ls /usr/lib/x86_64-linux-gnu/libcudnn.so.9)
       else export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN; fi
       step "cuDNN for the lines after this: $ATTNFUZZ_CUDNN_LIB" ;;
+    report_confirm)
+      step "report_confirm $name: the unconfirmed repros of $a alone, $b at a time, up to $c s on ${d:-torch} ($(left) s left)"
+      [ "$(left)" -gt 90 ] || { echo "no time"; continue; }
+      rm -rf "$R/$name" && cp -r "$a" "$R/$name" && find "$R/$name" -name '*.xz' -exec xz -df {} +
+      plugin=(--kernel-lib "$TL") lib=$TORCH_CUDNN
+      [ "${d:-torch}" = system ] && plugin=() lib=$(ls /usr/lib/x86_64-linux-gnu/libcudnn.so.9)
+      # The last repros start before the budget ends and may take --timeout twice plus
+      # their start: the budget leaves that before the deadline.
+      budget=$(( c < $(left) - 120 ? c : $(left) - 120 ))
+      ATTNFUZZ_CUDNN_LIB=$lib timeout -k 10 $(($(left) - 10)) $AF "${plugin[@]}" --timeout 20 report confirm \
+        --confirm-jobs "$b" --confirm-time "$budget" "$R/$name" > "$R/$name.log" 2>&1
+      echo "report_confirm $name rc=$?: $(tail -1 "$R/$name.log")"
+      sed -nE 's/^  [^:]*: ([a-z_]+) \(.*/\1/p' "$R/$name.log" | sort | uniq -c ;;
     cudnn_audit|cudnn_fwd_audit)
       extra=0; [ "${#CONFIRM[@]}" -gt 0 ] && extra=${CONFIRM[-1]}
       pass=bwd kernels=cudnn.sdpa

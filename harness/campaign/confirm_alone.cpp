@@ -23,13 +23,27 @@ namespace fs = std::filesystem;
 constexpr std::string_view kProvenance = "# provenance: ";
 constexpr std::string_view kAloneProvenance = "# provenance: alone: ";
 
-std::string origin_of(const ReportFailure& f, const std::vector<CampaignKernel>& kernels) {
-  for (const CampaignKernel& k : kernels)
-    if (k.kernel && k.kernel->name == f.kernel) return k.origin;
-  return "builtin";
+std::string origin_of(const ReportFailure& f, const KernelOrigins& origins) {
+  const auto it = origins.find(f.kernel);
+  return it == origins.end() || it->second.empty() ? "builtin" : it->second;
 }
 
 }  // namespace
+
+KernelOrigins kernel_origins(const std::vector<CampaignKernel>& kernels) {
+  KernelOrigins origins;
+  for (const CampaignKernel& k : kernels)
+    if (k.kernel) origins.emplace(k.kernel->name, k.origin);
+  return origins;
+}
+
+KernelOrigins kernel_origins(const Report& r) {
+  KernelOrigins origins;
+  for (const ReportKernel& k : r.kernels) origins.emplace(k.name, k.origin);
+  return origins;
+}
+
+bool awaits_alone(const ReportFailure& f) { return f.alone.outcome.empty() || f.alone.outcome == "not_run"; }
 
 ReportAlone alone_outcome(const ReportFailure& f, const std::string& case_path, const ChildRun& run) {
   ReportAlone a;
@@ -92,33 +106,47 @@ std::vector<size_t> alone_order(const std::vector<ReportFailure>& failures) {
 
 namespace {
 
-// Failure f's repro, run alone: its outcome.  `scratch_case` is where its
-// case text goes when it has no saved case file.
-ReportAlone run_alone(const ReportFailure& f, const std::vector<CampaignKernel>& kernels, const RunOptions& run,
-                      const ConfirmAloneOptions& o, const std::string& scratch_case, std::string* path) {
+// Failure f's saved case: its case_file, or a file of that name in
+// o.corpus_dir (the folder moved machines); "" when neither is there.
+std::string saved_case(const ReportFailure& f, const ConfirmAloneOptions& o) {
+  if (f.case_file.empty()) return "";
   std::error_code ec;
-  *path = !f.case_file.empty() && fs::is_regular_file(f.case_file, ec) ? f.case_file : scratch_case;
-  std::string error;
-  if (*path == scratch_case && !write_file_atomically(scratch_case, f.case_text, &error))
-    return {"not_run", "the case could not be written: " + error, 0};
+  if (fs::is_regular_file(f.case_file, ec)) return f.case_file;
+  if (o.corpus_dir.empty()) return "";
+  const fs::path moved = fs::path(o.corpus_dir) / fs::path(f.case_file).filename();
+  return fs::is_regular_file(moved, ec) ? moved.string() : "";
+}
+
+// Failure f's repro, run alone: its outcome.  *path is the case it ran: the
+// saved case, else `scratch_case` with f's case text.
+ReportAlone run_alone(const ReportFailure& f, const KernelOrigins& origins, const RunOptions& run,
+                      const ConfirmAloneOptions& o, const std::string& scratch_case, std::string* path) {
+  *path = saved_case(f, o);
+  if (path->empty()) {
+    *path = scratch_case;
+    std::string error;
+    if (!write_file_atomically(scratch_case, f.case_text, &error))
+      return {"not_run", "the case could not be written: " + error, 0};
+  }
   std::vector<std::string> argv{o.executable};
   argv.insert(argv.end(), o.run_args.begin(), o.run_args.end());
-  const std::vector<std::string> repro = repro_arguments(origin_of(f, kernels), run, *path, f.verdict);
+  const std::vector<std::string> repro = repro_arguments(origin_of(f, origins), run, *path, f.verdict);
   argv.insert(argv.end(), repro.begin(), repro.end());
   return alone_outcome(f, *path, run_child(argv, o.timeout_s));
 }
 
 // The outcome recorded where the failure lives: its case text, its saved
-// case file, and its ledger entry (so that a merge keeps it).
-void record_alone(Report& r, ReportFailure& f, const std::string& path) {
+// case file (`saved`, "" when it ran from scratch), and its ledger entry
+// (so that a merge keeps it).
+void record_alone(Report& r, ReportFailure& f, const std::string& saved) {
   f.case_text = with_alone_provenance(f.case_text, f.alone);
-  if (!f.case_file.empty() && path == f.case_file) {
-    std::ifstream in(f.case_file, std::ios::binary);
-    std::stringstream saved;
-    saved << in.rdbuf();
+  if (!saved.empty()) {
+    std::ifstream in(saved, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
     std::string why;
-    if (!in.is_open() || !write_file_atomically(f.case_file, with_alone_provenance(saved.str(), f.alone), &why))
-      r.errors.push_back("confirm alone: " + f.case_file + ": " + (why.empty() ? "unreadable" : why));
+    if (!in.is_open() || !write_file_atomically(saved, with_alone_provenance(text.str(), f.alone), &why))
+      r.errors.push_back("confirm alone: " + saved + ": " + (why.empty() ? "unreadable" : why));
   }
   for (ReportFailure& raw : r.raw_failures)
     if (raw.raw_signature == f.raw_signature && raw.signature == f.signature) {
@@ -129,31 +157,37 @@ void record_alone(Report& r, ReportFailure& f, const std::string& path) {
 
 }  // namespace
 
-int64_t confirm_failures_alone(Report& r, const std::vector<CampaignKernel>& kernels, const RunOptions& run,
+int64_t confirm_failures_alone(Report& r, const KernelOrigins& origins, const RunOptions& run,
                                const ConfirmAloneOptions& o) {
   // No worker of this process keeps a context beside the repros': alone.
   gpu::stop_worker();
   std::string scratch_template = (fs::temp_directory_path() / "attnfuzz-alone-XXXXXX").string();
   const char* scratch_dir = ::mkdtemp(scratch_template.data());
   const fs::path scratch = scratch_dir ? fs::path(scratch_dir) : fs::temp_directory_path();
-  const std::vector<size_t> order = alone_order(r.failures);
-  std::vector<std::string> paths(r.failures.size());
+  std::vector<size_t> order;
+  for (const size_t i : alone_order(r.failures))
+    if (o.again || awaits_alone(r.failures[i])) order.push_back(i);
   std::vector<char> ran(r.failures.size(), 0);  // not vector<bool>: jobs set different elements at once
   const auto start = std::chrono::steady_clock::now();
   std::atomic<size_t> next{0};
   std::mutex report_mu;
   // Each job takes the next failure in order; none starts past the budget.
-  // Jobs write only their own failures' outcomes; the rest waits for all.
+  // A job reads its own failure unlocked; what it writes (the outcome, the
+  // case text, the raw ledger), and what on_recorded reads, is under the lock.
   auto job = [&] {
     for (size_t n; (n = next.fetch_add(1)) < order.size();) {
       const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (o.budget_s > 0 && spent > o.budget_s) return;
       ReportFailure& f = r.failures[order[n]];
       const std::string scratch_case = (scratch / fmt::format("repro-{}.case", order[n])).string();
-      f.alone = run_alone(f, kernels, run, o, scratch_case, &paths[order[n]]);
-      ran[order[n]] = 1;
+      std::string path;
+      ReportAlone alone = run_alone(f, origins, run, o, scratch_case, &path);
       const std::lock_guard<std::mutex> lock(report_mu);
+      f.alone = std::move(alone);
+      ran[order[n]] = 1;
+      record_alone(r, f, path == scratch_case ? "" : path);
       if (o.on_confirmed) o.on_confirmed(f);
+      if (o.on_recorded) o.on_recorded(r);
     }
   };
   std::vector<std::thread> threads;
@@ -161,13 +195,7 @@ int64_t confirm_failures_alone(Report& r, const std::vector<CampaignKernel>& ker
   job();
   for (std::thread& t : threads) t.join();
   int64_t left = 0;
-  for (const size_t i : order) {
-    if (!ran[i]) {
-      ++left;
-      continue;
-    }
-    record_alone(r, r.failures[i], paths[i]);
-  }
+  for (const size_t i : order) left += !ran[i];
   std::error_code ec;
   if (scratch_dir) fs::remove_all(scratch, ec);
   return left;

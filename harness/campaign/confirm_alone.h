@@ -12,6 +12,7 @@
 // report and the saved case say what it gave.
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,29 @@ struct ConfirmAloneOptions {
   // context, and on the H200 a faulting kernel's context beside others lost
   // the GPU (gpu_run.h, limit_workers): keep 1 for kernels that fault.
   int jobs = 1;
+  // Failures whose repro already gave a verdict alone (an outcome other than
+  // not_run) are run again only with `again`: `attnfuzz report confirm`
+  // finishes what a run's --confirm-time left.
+  bool again = false;
+  // Where a saved case is looked for when its case_file is not there (the
+  // report folder's corpus/ after the folder moved machines): "" none.
+  std::string corpus_dir;
   std::function<void(const ReportFailure&)> on_confirmed;  // after each one
+  // After each outcome is recorded in the report (and before the next), so
+  // that a caller can save what is done: a kill then loses only the repros
+  // in flight.
+  std::function<void(const Report&)> on_recorded;
 };
+
+// Kernel label ("NAME" or "NAME [bwd]") -> origin ("builtin" or the
+// --kernel-lib spec its repro loads), from a run's kernels or a report's.
+using KernelOrigins = std::map<std::string, std::string>;
+KernelOrigins kernel_origins(const std::vector<CampaignKernel>& kernels);
+KernelOrigins kernel_origins(const Report& r);
+
+// Whether failure f waits for a repro alone: never run alone, or run
+// without a verdict (not_run: killed, could not start).
+bool awaits_alone(const ReportFailure& f);
 
 // What a repro's run says of failure f: the verdict line that `attnfuzz
 // repro` printed for f's kernel on case_path, judged against f's verdict.
@@ -47,13 +69,14 @@ std::string with_alone_provenance(const std::string& case_text, const ReportAlon
 // torch.cudnn [bwd] meets a thousand signatures, a handful of findings).
 std::vector<size_t> alone_order(const std::vector<ReportFailure>& failures);
 
-// Runs the repro of every failure of r (its saved case file, or its case
-// text in a temporary file) and records the outcome in the failure, its
-// raw ledger entry and its saved case file.  `kernels` give each failure's
-// origin (its --kernel-lib), `run` the flags its repro needs.  The
-// outcomes do not depend on o.jobs without a budget (on_confirmed's order does).  Returns the
-// failures left unconfirmed for want of budget.
-int64_t confirm_failures_alone(Report& r, const std::vector<CampaignKernel>& kernels, const RunOptions& run,
+// Runs the repro of every failure of r that awaits one (every failure with
+// o.again) from its saved case file, or its case text in a temporary file,
+// and records the outcome in the failure, its raw ledger entry and its
+// saved case file.  `origins` give each failure's --kernel-lib ("builtin"
+// when its kernel is not there), `run` the flags its repro needs.  The
+// outcomes do not depend on o.jobs without a budget (the order they are
+// recorded in does).  Returns the failures left unconfirmed for want of budget.
+int64_t confirm_failures_alone(Report& r, const KernelOrigins& origins, const RunOptions& run,
                                const ConfirmAloneOptions& o);
 
 }  // namespace afz

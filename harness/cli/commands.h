@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "harness/campaign/campaign.h"
+#include "harness/campaign/confirm_alone.h"
 #include "harness/run/runner.h"
 #include "kernels/registry.h"
 
@@ -80,6 +81,10 @@ struct ConfirmAloneArgs {
   int jobs = 1;
 };
 void add_confirm_alone_options(CLI::App* sub, ConfirmAloneArgs& a);
+// --confirm-time and --confirm-jobs alone (`report confirm`, which always confirms).
+void add_confirm_limit_options(CLI::App* sub, ConfirmAloneArgs& a);
+// The repro processes' options from the global flags (--timeout) and a's.
+ConfirmAloneOptions confirm_alone_options(const Globals& g, const ConfirmAloneArgs& a);
 // When asked: each failure's repro run alone (a line printed for each),
 // before the report is written.  `run` is the run's options (its repros' flags).
 void confirm_alone_if_asked(const ConfirmAloneArgs& a, const Globals& g, const RunOptions& run,
