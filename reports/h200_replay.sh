@@ -108,13 +108,15 @@ while read -r -u 3 kind name a b c d e f; do
       step "cuDNN for the lines after this: $ATTNFUZZ_CUDNN_LIB" ;;
     report_confirm)
       step "report_confirm $name: the unconfirmed repros of $a alone, $b at a time, up to $c s on ${d:-torch} ($(left) s left)"
-      [ "$(left)" -gt 90 ] || { echo "no time"; continue; }
+      [ "$(left)" -gt 100 ] || { echo "no time"; continue; }
       rm -rf "$R/$name" && cp -r "$a" "$R/$name" && find "$R/$name" -name '*.xz' -exec xz -df {} +
+      # A packed corpus (corpus.tar.xz) unpacked, so that the saved cases get their alone lines.
+      [ -f "$R/$name/corpus.tar" ] && tar xf "$R/$name/corpus.tar" -C "$R/$name" && rm "$R/$name/corpus.tar"
       plugin=(--kernel-lib "$TL") lib=$TORCH_CUDNN
       [ "${d:-torch}" = system ] && plugin=() lib=$(ls /usr/lib/x86_64-linux-gnu/libcudnn.so.9)
-      # The last repros start before the budget ends and may take --timeout twice plus
-      # their start: the budget leaves that before the deadline.
-      budget=$(( c < $(left) - 120 ? c : $(left) - 120 ))
+      # The last repros start before the budget ends (they take seconds; --timeout 20 bounds
+      # a hung one), and the folder is saved every minute: the budget leaves 50 s.
+      budget=$(( c < $(left) - 50 ? c : $(left) - 50 ))
       ATTNFUZZ_CUDNN_LIB=$lib timeout -k 10 $(($(left) - 10)) $AF "${plugin[@]}" --timeout 20 report confirm \
         --confirm-jobs "$b" --confirm-time "$budget" "$R/$name" > "$R/$name.log" 2>&1
       echo "report_confirm $name rc=$?: $(tail -1 "$R/$name.log")"
