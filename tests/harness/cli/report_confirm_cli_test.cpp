@@ -74,6 +74,26 @@ TEST(ReportConfirmCli, AMovedFolderIsConfirmedFromItsOwnSavedCases) {
             std::string::npos);
 }
 
+// The plugin the report names is not on this machine (built elsewhere):
+// without --kernel-lib the repros cannot load it and give no verdict; with
+// it, they load this one and run, and those not_run go again.
+TEST(ReportConfirmCli, KernelLibReplacesALibraryThatIsNotHere) {
+  const testing::TempDir tmp("report-confirm-origin");
+  const fs::path dir = tmp.path / "run";
+  campaign(std::string("--kernel-lib ") + ATTNFUZZ_PLUGIN_STALE + " fuzz -k example.naive_fp32 --cases 200 -j 1", dir);
+  Json report = read_json(dir / "report.json");
+  for (Json& k : report["kernels"]) k["origin"] = (tmp.path / "elsewhere" / "libattnfuzz_plugin.so").string();
+  write_json(dir / "report.json", report);
+
+  auto r = run_attnfuzz("report confirm " + dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;  // nothing fails alone: nothing ran
+  for (const Json& f : read_json(dir / "report.json")["failures"]) EXPECT_EQ(f["alone"]["outcome"], "not_run");
+
+  r = run_attnfuzz("--kernel-lib " + std::string(ATTNFUZZ_PLUGIN_STALE) + " report confirm " + dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const Json& f : read_json(dir / "report.json")["failures"]) EXPECT_EQ(f["alone"]["outcome"], "passes");
+}
+
 TEST(ReportConfirmCli, OnlyTheUnconfirmedRunUnlessAgain) {
   const testing::TempDir tmp("report-confirm-mutant");
   const fs::path dir = tmp.path / "run";
