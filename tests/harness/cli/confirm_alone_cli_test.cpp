@@ -6,32 +6,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/harness/cli/cli_files.h"
 #include "tests/harness/cli/cli_process.h"
 #include "tests/temp_dir.h"
 
 namespace afz {
 namespace {
 
+using testing::read_json;
+using testing::read_text;
 using testing::run_attnfuzz;
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Every failure of the report run alone, with the given outcome, and its
 // saved case carrying the same outcome as a provenance line.

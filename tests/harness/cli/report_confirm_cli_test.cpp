@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
+#include "tests/harness/cli/cli_files.h"
 #include "tests/harness/cli/cli_process.h"
 #include "tests/harness/report/json_schema.h"
 #include "tests/temp_dir.h"
@@ -18,20 +18,10 @@ namespace afz {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::read_json;
+using testing::read_text;
 using testing::run_attnfuzz;
 using Json = nlohmann::json;
-
-Json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  return Json::parse(in);
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void write_json(const fs::path& path, const Json& j) { std::ofstream(path) << j.dump(2); }
 
