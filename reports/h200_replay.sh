@@ -37,8 +37,9 @@
 #     report_confirm NAME REPORT_DIR JOBS SECONDS [LIB]   `attnfuzz report confirm` on a copy of
 #        REPORT_DIR (a committed report folder, its .xz files unpacked) in NAME/: the repros its
 #        run left unconfirmed, each alone in a fresh process, JOBS at a time, for at most SECONDS;
-#        LIB `torch` (the default: the libtorch plugin loaded, PyTorch's cuDNN) or `system`
-#        (cudnn.sdpa on the machine's cuDNN 9.14, no plugin)
+#        LIB `torch` (the default: the libtorch plugin loaded, PyTorch's cuDNN), `system`
+#        (cudnn.sdpa on the machine's cuDNN 9.14, no plugin) or `torch_cudnn` (cudnn.sdpa on
+#        PyTorch's cuDNN 9.19, no plugin: as the cudnn_audit lines ran it)
 # attnfuzz is carried in .carry/; the plugin is built here.
 set -u
 deadline=$((SECONDS + ${1:?DEADLINE_SECONDS}))
@@ -114,6 +115,7 @@ while read -r -u 3 kind name a b c d e f; do
       [ -f "$R/$name/corpus.tar" ] && tar xf "$R/$name/corpus.tar" -C "$R/$name" && rm "$R/$name/corpus.tar"
       plugin=(--kernel-lib "$TL") lib=$TORCH_CUDNN
       [ "${d:-torch}" = system ] && plugin=() lib=$(ls /usr/lib/x86_64-linux-gnu/libcudnn.so.9)
+      [ "${d:-torch}" = torch_cudnn ] && plugin=()
       # The last repros start before the budget ends (they take seconds; --timeout 20 bounds
       # a hung one), and the folder is saved every minute: the budget leaves 50 s.
       budget=$(( c < $(left) - 50 ? c : $(left) - 50 ))
