@@ -36,7 +36,9 @@
 #        or `torch` (the default: PyTorch's, which its libtorch needs)
 #     report_confirm NAME REPORT_DIR JOBS SECONDS [LIB]   `attnfuzz report confirm` on a copy of
 #        REPORT_DIR (a committed report folder, its .xz files unpacked) in NAME/: the repros its
-#        run left unconfirmed, each alone in a fresh process, JOBS at a time, for at most SECONDS;
+#        run left unconfirmed, each alone in a fresh process, JOBS at a time (a crash's or hang's
+#        with none beside it since session 16: twelve faulting at once left the GPU needing
+#        a reset), for at most SECONDS;
 #        LIB `torch` (the default: the libtorch plugin loaded, PyTorch's cuDNN), `system`
 #        (cudnn.sdpa on the machine's cuDNN 9.14, no plugin) or `torch_cudnn` (cudnn.sdpa on
 #        PyTorch's cuDNN 9.19, no plugin: as the cudnn_audit lines ran it)

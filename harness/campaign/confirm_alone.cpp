@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/campaign/exclusive_gate.h"
 #include "harness/case/atomic_file.h"
 #include "harness/report/findings.h"
 #include "harness/run/gpu/gpu_run.h"
@@ -157,6 +158,8 @@ void record_alone(Report& r, ReportFailure& f, const std::string& saved) {
 
 }  // namespace
 
+bool may_fault(const ReportFailure& f) { return f.verdict == VerdictClass::Crash || f.verdict == VerdictClass::Hang; }
+
 int64_t confirm_failures_alone(Report& r, const KernelOrigins& origins, const RunOptions& run,
                                const ConfirmAloneOptions& o) {
   // No worker of this process keeps a context beside the repros': alone.
@@ -171,6 +174,7 @@ int64_t confirm_failures_alone(Report& r, const KernelOrigins& origins, const Ru
   const auto start = std::chrono::steady_clock::now();
   std::atomic<size_t> next{0};
   std::mutex report_mu;
+  ExclusiveGate gate;
   // Each job takes the next failure in order; none starts past the budget.
   // A job reads its own failure unlocked; what it writes (the outcome, the
   // case text, the raw ledger), and what on_recorded reads, is under the lock.
@@ -181,7 +185,12 @@ int64_t confirm_failures_alone(Report& r, const KernelOrigins& origins, const Ru
       ReportFailure& f = r.failures[order[n]];
       const std::string scratch_case = (scratch / fmt::format("repro-{}.case", order[n])).string();
       std::string path;
-      ReportAlone alone = run_alone(f, origins, run, o, scratch_case, &path);
+      ReportAlone alone;
+      {
+        // A crash or hang may fault a GPU context again: with no other beside it (exclusive_gate.h).
+        const ExclusiveGate::Pass pass(gate, may_fault(f));
+        alone = run_alone(f, origins, run, o, scratch_case, &path);
+      }
       const std::lock_guard<std::mutex> lock(report_mu);
       f.alone = std::move(alone);
       ran[order[n]] = 1;

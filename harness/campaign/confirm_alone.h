@@ -27,8 +27,9 @@ struct ConfirmAloneOptions {
   double timeout_s = 0;               // one repro process, its plugin's load included (<= 0: none)
   double budget_s = 0;                // all of them; past it the rest are not run (<= 0: no limit)
   // Repros run at once, each its own process.  Each GPU repro holds a CUDA
-  // context, and on the H200 a faulting kernel's context beside others lost
-  // the GPU (gpu_run.h, limit_workers): keep 1 for kernels that fault.
+  // context, and a faulting kernel's context beside others lost the GPU
+  // (gpu_run.h, limit_workers; exclusive_gate.h): the repro of a failure
+  // that may_fault runs with no other beside it, whatever `jobs` says.
   int jobs = 1;
   // Failures whose repro already gave a verdict alone (an outcome other than
   // not_run) are run again only with `again`: `attnfuzz report confirm`
@@ -49,6 +50,10 @@ struct ConfirmAloneOptions {
 using KernelOrigins = std::map<std::string, std::string>;
 KernelOrigins kernel_origins(const std::vector<CampaignKernel>& kernels);
 KernelOrigins kernel_origins(const Report& r);
+
+// Whether failure f's repro may fault its GPU context again (a crash or a
+// hang): it then runs with no other repro beside it.
+bool may_fault(const ReportFailure& f);
 
 // Whether failure f waits for a repro alone: never run alone, or run
 // without a verdict (not_run: killed, could not start).

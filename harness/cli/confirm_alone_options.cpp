@@ -28,8 +28,8 @@ void add_confirm_limit_options(CLI::App* sub, ConfirmAloneArgs& a) {
                   "seconds for all the repros run alone together; past it the rest are not run (0: no limit)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--confirm-jobs", a.jobs,
-                  "repros run alone at once, each its own process (and GPU context: keep 1 for kernels that "
-                  "fault)")
+                  "repros run alone at once, each its own process (and GPU context); a crash's or hang's repro "
+                  "runs with none beside it, since faulting contexts side by side can leave a GPU needing a reset")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
 }

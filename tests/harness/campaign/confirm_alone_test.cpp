@@ -103,6 +103,16 @@ TEST(AloneOrder, EachFindingsRepresentativeFirst) {
   EXPECT_EQ(std::set<size_t>(order.begin(), order.end()).size(), 4u);  // each once
 }
 
+// A crash (a misaligned address, a segfault) or a hang may fault its GPU
+// context again alone: such a repro runs with no other beside it.
+TEST(AloneGate, CrashesAndHangsRunWithNoOtherBeside) {
+  EXPECT_TRUE(may_fault(failure(VerdictClass::Crash, "kernel error: cudaErrorMisalignedAddress")));
+  EXPECT_TRUE(may_fault(failure(VerdictClass::Hang)));
+  for (const VerdictClass v : {VerdictClass::NumericMismatch, VerdictClass::NanInf, VerdictClass::SemanticMismatch,
+                               VerdictClass::Unwritten, VerdictClass::OutOfBounds, VerdictClass::Nondeterministic})
+    EXPECT_FALSE(may_fault(failure(v)));
+}
+
 TEST(AloneProvenance, AfterTheProvenanceLinesAndReplacingAnEarlierOne) {
   const std::string text = "# provenance: found by attnfuzz\n# provenance: kernel k\nattnfuzz-case 1\nkernel k\n";
   const std::string once = with_alone_provenance(text, {"passes", "k: pass", 0});
