@@ -178,10 +178,13 @@ int64_t confirm_failures_alone(Report& r, const KernelOrigins& origins, const Ru
   // Each job takes the next failure in order; none starts past the budget.
   // A job reads its own failure unlocked; what it writes (the outcome, the
   // case text, the raw ledger), and what on_recorded reads, is under the lock.
+  auto spent_budget = [&] {
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return o.budget_s > 0 && spent > o.budget_s;
+  };
   auto job = [&] {
     for (size_t n; (n = next.fetch_add(1)) < order.size();) {
-      const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (o.budget_s > 0 && spent > o.budget_s) return;
+      if (spent_budget()) return;
       ReportFailure& f = r.failures[order[n]];
       const std::string scratch_case = (scratch / fmt::format("repro-{}.case", order[n])).string();
       std::string path;
@@ -189,6 +192,7 @@ int64_t confirm_failures_alone(Report& r, const KernelOrigins& origins, const Ru
       {
         // A crash or hang may fault a GPU context again: with no other beside it (exclusive_gate.h).
         const ExclusiveGate::Pass pass(gate, may_fault(f));
+        if (spent_budget()) return;  // the budget ran out while it waited for the gate
         alone = run_alone(f, origins, run, o, scratch_case, &path);
       }
       const std::lock_guard<std::mutex> lock(report_mu);
