@@ -54,7 +54,8 @@ TEST(ExclusiveGate, AnExclusiveJobWaitsForTheRunningOnesAndNoNewOneStartsBesideI
     const ExclusiveGate::Pass pass(gate, true);
     log("exclusive");
   });
-  ASSERT_TRUE(eventually([&] { return gate.exclusive_waiting(); }));
+  // EXPECT, not ASSERT: returning here would leave the thread unjoined.
+  EXPECT_TRUE(eventually([&] { return gate.exclusive_waiting(); }));
   std::thread later([&] {
     const ExclusiveGate::Pass pass(gate, false);
     log("later");
