@@ -42,6 +42,7 @@
 #        LIB `torch` (the default: the libtorch plugin loaded, PyTorch's cuDNN), `system`
 #        (cudnn.sdpa on the machine's cuDNN 9.14, no plugin) or `torch_cudnn` (cudnn.sdpa on
 #        PyTorch's cuDNN 9.19, no plugin: as the cudnn_audit lines ran it)
+#        On a machine left warm, a NAME an earlier call ran goes on from that call's folder.
 # attnfuzz is carried in .carry/; the plugin is built here.
 set -u
 deadline=$((SECONDS + ${1:?DEADLINE_SECONDS}))
@@ -54,6 +55,8 @@ build_torch_plugin 8
 [ -n "$TL" ] || { step "no libtorch plugin: nothing run"; exit 1; }
 export ATTNFUZZ_CUDNN_LIB=$TORCH_CUDNN
 T=torch.flash,torch.efficient,torch.cudnn,torch.math,torch.flash_varlen
+KEEP=/tmp/replay_keep  # outside $OUT: kept while the machine stays warm, gone on a fresh one
+mkdir -p "$KEEP"
 CONFIRM=()
 # The outcomes of a log's --confirm-alone lines ("  LABEL: OUTCOME (LINE, S s)"), counted.
 alone_counts() { sed -n '/^confirm alone/,/^attnfuzz /p' "$1" | sed -nE 's/^  [^:]*: ([a-z_]+) \(.*/\1/p' | sort | uniq -c; }
@@ -112,7 +115,10 @@ while read -r -u 3 kind name a b c d e f; do
     report_confirm)
       step "report_confirm $name: the unconfirmed repros of $a alone, $b at a time, up to $c s on ${d:-torch} ($(left) s left)"
       [ "$(left)" -gt 100 ] || { echo "no time"; continue; }
-      rm -rf "$R/$name" && cp -r "$a" "$R/$name" && find "$R/$name" -name '*.xz' -exec xz -df {} +
+      # On a machine an earlier call of this session left warm, the folder that call left in
+      # $KEEP/NAME goes on where it stopped (same NAME): a plan can be run again call after call.
+      src=$a; [ -d "$KEEP/$name" ] && src=$KEEP/$name && echo "resumed from $src"
+      rm -rf "$R/$name" && cp -r "$src" "$R/$name" && find "$R/$name" -name '*.xz' -exec xz -df {} +
       # A packed corpus (corpus.tar.xz) unpacked, so that the saved cases get their alone lines.
       [ -f "$R/$name/corpus.tar" ] && tar xf "$R/$name/corpus.tar" -C "$R/$name" && rm "$R/$name/corpus.tar"
       plugin=(--kernel-lib "$TL") lib=$TORCH_CUDNN
@@ -124,6 +130,7 @@ while read -r -u 3 kind name a b c d e f; do
       ATTNFUZZ_CUDNN_LIB=$lib timeout -k 10 $(($(left) - 10)) $AF "${plugin[@]}" --timeout 20 report confirm \
         --confirm-jobs "$b" --confirm-time "$budget" "$R/$name" > "$R/$name.log" 2>&1
       echo "report_confirm $name rc=$?: $(tail -1 "$R/$name.log")"
+      rm -rf "$KEEP/$name.new" && cp -r "$R/$name" "$KEEP/$name.new" && rm -rf "$KEEP/$name" && mv "$KEEP/$name.new" "$KEEP/$name"
       sed -nE 's/^  [^:]*: ([a-z_]+) \(.*/\1/p' "$R/$name.log" | sort | uniq -c ;;
     cudnn_audit|cudnn_fwd_audit)
       extra=0; [ "${#CONFIRM[@]}" -gt 0 ] && extra=${CONFIRM[-1]}
