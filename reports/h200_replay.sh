@@ -114,7 +114,8 @@ while read -r -u 3 kind name a b c d e f; do
       step "cuDNN for the lines after this: $ATTNFUZZ_CUDNN_LIB" ;;
     report_confirm)
       step "report_confirm $name: the unconfirmed repros of $a alone, $b at a time, up to $c s on ${d:-torch} ($(left) s left)"
-      [ "$(left)" -gt 100 ] || { echo "no time"; continue; }
+      # Past the 50 s the budget leaves (below), at least 20 s of repros.
+      [ "$(left)" -gt 70 ] || { echo "no time"; continue; }
       # On a machine an earlier call of this session left warm, the folder that call left in
       # $KEEP/NAME goes on where it stopped (same NAME): a plan can be run again call after call.
       src=$a; [ -d "$KEEP/$name" ] && src=$KEEP/$name && echo "resumed from $src"
