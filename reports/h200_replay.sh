@@ -114,8 +114,11 @@ while read -r -u 3 kind name a b c d e f; do
       step "cuDNN for the lines after this: $ATTNFUZZ_CUDNN_LIB" ;;
     report_confirm)
       step "report_confirm $name: the unconfirmed repros of $a alone, $b at a time, up to $c s on ${d:-torch} ($(left) s left)"
-      # Past the 50 s the budget leaves (below), at least 20 s of repros.
-      [ "$(left)" -gt 70 ] || { echo "no time"; continue; }
+      # The last repros start before the budget ends (they take seconds; --timeout 20 bounds
+      # a hung one), and the folder is saved every minute: the budget leaves this margin.
+      margin=50
+      # Past the margin, at least 20 s of repros.
+      [ "$(left)" -gt $((margin + 20)) ] || { echo "no time"; continue; }
       # On a machine an earlier call of this session left warm, the folder that call left in
       # $KEEP/NAME goes on where it stopped (same NAME): a plan can be run again call after call.
       src=$a; [ -d "$KEEP/$name" ] && src=$KEEP/$name && echo "resumed from $src"
@@ -125,9 +128,7 @@ while read -r -u 3 kind name a b c d e f; do
       plugin=(--kernel-lib "$TL") lib=$TORCH_CUDNN
       [ "${d:-torch}" = system ] && plugin=() lib=$(ls /usr/lib/x86_64-linux-gnu/libcudnn.so.9)
       [ "${d:-torch}" = torch_cudnn ] && plugin=()
-      # The last repros start before the budget ends (they take seconds; --timeout 20 bounds
-      # a hung one), and the folder is saved every minute: the budget leaves 50 s.
-      budget=$(( c < $(left) - 50 ? c : $(left) - 50 ))
+      budget=$(( c < $(left) - margin ? c : $(left) - margin ))
       ATTNFUZZ_CUDNN_LIB=$lib timeout -k 10 $(($(left) - 10)) $AF "${plugin[@]}" --timeout 20 report confirm \
         --confirm-jobs "$b" --confirm-time "$budget" "$R/$name" > "$R/$name.log" 2>&1
       echo "report_confirm $name rc=$?: $(tail -1 "$R/$name.log")"
