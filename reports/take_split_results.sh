@@ -9,6 +9,7 @@
 #   PLAN_DIR       the plan the call ran (COVERED=...)
 #   NEXT_PLAN_DIR  PLAN_DIR's lists plus each phase folder of CALL_DIR that holds a report
 set -euo pipefail
+. "$(dirname "$0")/pack_report_folder.sh"
 tgz=${1:?TGZ} call=${2:?CALL_DIR} plan=${3:?PLAN_DIR} next=${4:?NEXT_PLAN_DIR}
 [ -e "$call" ] && { echo "$call exists: not overwritten" >&2; exit 2; }
 [ -e "$next" ] && { echo "$next exists: not overwritten" >&2; exit 2; }
@@ -22,9 +23,7 @@ phases=()
 for d in "$call"/*/; do
   d=${d%/}
   [ -f "$d/report.json" ] || continue
-  rm -f "$d/report.html"
-  if [ -d "$d/corpus" ]; then tar cJf "$d/corpus.tar.xz" -C "$d" corpus && rm -rf "$d/corpus"; fi
-  for f in report.json junit.xml results.sarif in_flight_history.txt; do [ -f "$d/$f" ] && xz -9 "$d/$f"; done
+  pack_report_folder "$d"
   phases+=("$d")
 done
 [ -f "$call/dmesg.txt" ] && xz -9 "$call/dmesg.txt"
